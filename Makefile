@@ -1,0 +1,35 @@
+# patchwork-arena: `make help` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: help install demo test lint bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv with the project installed in editable mode
+
+demo: $(STAMP)  ## play a few random games and render them
+	$(BIN)/arena random-games 5 --seed 1 --out results/demo-random.jsonl
+	$(BIN)/arena replay results/demo-random.jsonl --game 1
+
+test: $(STAMP)  ## run the test suite
+	$(BIN)/pytest -q
+
+lint: $(STAMP)  ## ruff and mypy
+	$(BIN)/ruff check arena tests sample_bots
+	$(BIN)/mypy arena
+
+bench: $(STAMP)  ## print performance figures
+	$(BIN)/python -m arena.bench
+
+clean:  ## remove the venv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
