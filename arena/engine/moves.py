@@ -1,0 +1,103 @@
+"""Moves: immutable values with a JSON form any language can produce.
+
+``{"action": "advance"}``, ``{"action": "buy", "patch": ID, "cells": [[row, col], ...]}``
+and ``{"action": "special", "cells": [[row, col]]}``. Cells are 0-based and may come
+in any order; internally a move carries the cells as a bitboard mask.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple
+
+from arena.errors import MoveFormatError
+
+Action = Literal["advance", "buy", "special"]
+ACTIONS: tuple[str, ...] = ("advance", "buy", "special")
+
+
+class Move(NamedTuple):
+    """A move. ``patch`` is set only for ``buy``; ``mask`` is the covered cells.
+
+    A NamedTuple rather than a dataclass: move generation builds many of them and
+    tuples are the cheapest immutable value Python has.
+    """
+
+    action: str
+    patch: int | None = None
+    mask: int = 0
+
+    @classmethod
+    def advance(cls) -> Move:
+        return ADVANCE
+
+    def cells(self, cols: int = 9) -> list[list[int]]:
+        """The covered cells as sorted [row, col] pairs."""
+        out = []
+        mask, bit = self.mask, 0
+        while mask:
+            if mask & 1:
+                out.append([bit // cols, bit % cols])
+            mask >>= 1
+            bit += 1
+        return out
+
+    def to_json(self, cols: int = 9) -> dict[str, Any]:
+        if self.action == "advance":
+            return {"action": "advance"}
+        if self.action == "buy":
+            return {"action": "buy", "patch": self.patch, "cells": self.cells(cols)}
+        return {"action": "special", "cells": self.cells(cols)}
+
+    @classmethod
+    def from_json(cls, data: Any, rows: int = 9, cols: int = 9) -> Move:
+        """Parse the JSON form; raises MoveFormatError saying what is wrong with the shape.
+
+        Only the form is checked here; whether the move is legal is the state's business.
+        """
+        if not isinstance(data, dict):
+            raise MoveFormatError(f"a move must be a JSON object, got {_short(data)}")
+        action = data.get("action")
+        if action not in ACTIONS:
+            raise MoveFormatError(f"unknown action {_short(action)}: expected advance, buy or special")
+        expected = {"advance": {"action"}, "buy": {"action", "patch", "cells"},
+                    "special": {"action", "cells"}}[action]
+        extra = set(data) - expected - {"player", "time_ms", "info"}
+        if extra:
+            raise MoveFormatError(f"{action} move has unexpected field(s): {', '.join(sorted(extra))}")
+        missing = expected - set(data)
+        if missing:
+            raise MoveFormatError(f"{action} move lacks field(s): {', '.join(sorted(missing))}")
+        if action == "advance":
+            return ADVANCE
+        patch = None
+        if action == "buy":
+            patch = data["patch"]
+            if not isinstance(patch, int) or isinstance(patch, bool):
+                raise MoveFormatError(f"buy move: patch must be an integer id, got {_short(patch)}")
+        return cls(action, patch, _cells_to_mask(data["cells"], rows, cols))
+
+
+def _cells_to_mask(cells: Any, rows: int, cols: int) -> int:
+    if not isinstance(cells, list) or not cells:
+        raise MoveFormatError(f"cells must be a non-empty list of [row, col] pairs, got {_short(cells)}")
+    mask = 0
+    for cell in cells:
+        if (not isinstance(cell, list) or len(cell) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in cell)):
+            raise MoveFormatError(f"a cell must be a [row, col] pair of integers, got {_short(cell)}")
+        row, col = cell
+        if not (0 <= row < rows and 0 <= col < cols):
+            raise MoveFormatError(f"cell [{row}, {col}] is off the {rows}x{cols} quilt")
+        bit = 1 << (row * cols + col)
+        if mask & bit:
+            raise MoveFormatError(f"cell [{row}, {col}] is listed twice")
+        mask |= bit
+    return mask
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+ADVANCE = Move("advance")

@@ -1,0 +1,424 @@
+"""The game state: mutable, cheap to clone, pure (no I/O, no clocks, no global RNG).
+
+Rules follow ../shared/rules/CLARIFICATIONS.md; the numbers in comments refer to it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from arena.engine.components import Ruleset, Tables, patchwork, tables
+from arena.engine.moves import ADVANCE, Move
+from arena.errors import IllegalMoveError, MoveFormatError
+
+MAIN = "main"
+SPECIAL = "special"
+
+_LOW64 = (1 << 64) - 1
+
+
+class Termination(Enum):
+    """How a game ended. NORMAL is "by the rules"; the rest are cut off from outside."""
+
+    NORMAL = "normal"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    MALFORMED = "malformed"
+    SCHEMA = "schema"
+    ILLEGAL_MOVE = "illegal_move"
+    OVERSIZE = "oversize"
+    PROTOCOL = "protocol"
+    START_FAILURE = "start_failure"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    termination: Termination
+    winner: int
+    scores: tuple[int, int]
+
+
+class GameState:
+    """A Patchwork position.
+
+    Create with :meth:`new`; ask :meth:`to_move`, :meth:`decision`, :meth:`legal_moves`;
+    change with :meth:`apply` (checked, raises :class:`IllegalMoveError` saying why) or
+    :meth:`apply_unchecked` (fast, for search: the move must come from legal_moves).
+    """
+
+    __slots__ = (
+        "ruleset", "_tables", "seed", "first_player", "ply", "positions", "buttons", "income",
+        "quilts", "button_cells", "placed", "circle", "special_spaces_left", "bonus_owner",
+        "on_top", "first_to_finish", "pending_special",
+    )
+
+    ruleset: Ruleset
+    _tables: Tables
+    seed: int | None
+    first_player: int
+    ply: int
+    positions: list[int]
+    buttons: list[int]
+    income: list[int]
+    quilts: list[int]
+    button_cells: list[int]
+    placed: list[list[tuple[int | None, int]]]
+    circle: list[int]
+    special_spaces_left: list[int]
+    bonus_owner: int | None
+    on_top: int
+    first_to_finish: int | None
+    pending_special: int | None
+
+    # ---------------------------------------------------------------- creation
+    @classmethod
+    def new(cls, seed: int, edition: str = "revised", first_player: int = 0,
+            ruleset: Ruleset | None = None) -> GameState:
+        """A new game: the circle shuffled from ``seed`` with the smallest patch last (6)."""
+        rules = ruleset or patchwork(edition)
+        if first_player not in (0, 1):
+            raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
+        ids = [p.id for p in rules.patches if p.id != rules.last_patch_id]
+        random.Random(seed).shuffle(ids)
+        return cls.from_circle(ids + [rules.last_patch_id], first_player=first_player,
+                               ruleset=rules, seed=seed)
+
+    @classmethod
+    def from_circle(cls, circle: list[int], first_player: int = 0, edition: str = "revised",
+                    ruleset: Ruleset | None = None, seed: int | None = None) -> GameState:
+        """A new game with a given circle (clockwise from the neutral token)."""
+        rules = ruleset or patchwork(edition)
+        if sorted(circle) != [p.id for p in rules.patches]:
+            raise ValueError("the circle must hold every patch id exactly once")
+        state = cls.__new__(cls)
+        state.ruleset = rules
+        state._tables = tables(rules)
+        state.seed = seed
+        state.first_player = first_player
+        state.ply = 0
+        state.positions = [0, 0]
+        state.buttons = [rules.starting_buttons] * 2
+        state.income = [0, 0]
+        state.quilts = [0, 0]
+        state.button_cells = [0, 0]
+        state.placed = [[], []]
+        state.circle = list(circle)
+        state.special_spaces_left = list(rules.special_spaces)
+        state.bonus_owner = None
+        state.on_top = first_player  # 7: at the start the starting player moves first
+        state.first_to_finish = None
+        state.pending_special = None
+        return state
+
+    def clone(self) -> GameState:
+        other = GameState.__new__(GameState)
+        other.ruleset = self.ruleset
+        other._tables = self._tables
+        other.seed = self.seed
+        other.first_player = self.first_player
+        other.ply = self.ply
+        other.positions = self.positions[:]
+        other.buttons = self.buttons[:]
+        other.income = self.income[:]
+        other.quilts = self.quilts[:]
+        other.button_cells = self.button_cells[:]
+        other.placed = [self.placed[0][:], self.placed[1][:]]
+        other.circle = self.circle[:]
+        other.special_spaces_left = self.special_spaces_left[:]
+        other.bonus_owner = self.bonus_owner
+        other.on_top = self.on_top
+        other.first_to_finish = self.first_to_finish
+        other.pending_special = self.pending_special
+        return other
+
+    # ---------------------------------------------------------------- queries
+    def is_terminal(self) -> bool:
+        """10: the game ends when both tokens are on the final space (and nothing is pending)."""
+        final = self.ruleset.final_space
+        return (self.pending_special is None
+                and self.positions[0] == final and self.positions[1] == final)
+
+    def to_move(self) -> int | None:
+        """The seat that decides next, or None when the game is over (7, 8)."""
+        if self.pending_special is not None:
+            return self.pending_special
+        p0, p1 = self.positions
+        if p0 < p1:
+            return 0
+        if p1 < p0:
+            return 1
+        if p0 == self.ruleset.final_space:
+            return None
+        return self.on_top
+
+    def decision(self) -> str | None:
+        """'special' while a special patch waits to be placed, 'main' otherwise, None at the end."""
+        if self.pending_special is not None:
+            return SPECIAL
+        return None if self.is_terminal() else MAIN
+
+    def choices(self) -> list[int]:
+        """The patch ids that may be bought now: the (up to) 3 after the neutral token (5)."""
+        return self.circle[:3]
+
+    def empty_cells(self, player: int) -> int:
+        return self.ruleset.cells - self.quilts[player].bit_count()
+
+    def score(self, player: int) -> int:
+        """10: buttons + bonus - 2 per empty square (may be negative)."""
+        rules = self.ruleset
+        bonus = rules.bonus_points if self.bonus_owner == player else 0
+        return self.buttons[player] + bonus - rules.empty_penalty * self.empty_cells(player)
+
+    def scores(self) -> tuple[int, int]:
+        return (self.score(0), self.score(1))
+
+    def winner(self) -> int | None:
+        """The winner of a finished game: higher score, ties to the first to finish (10)."""
+        if not self.is_terminal():
+            return None
+        s0, s1 = self.scores()
+        if s0 != s1:
+            return 0 if s0 > s1 else 1
+        assert self.first_to_finish is not None
+        return self.first_to_finish
+
+    def outcome(self) -> Outcome | None:
+        winner = self.winner()
+        if winner is None:
+            return None
+        return Outcome(Termination.NORMAL, winner, self.scores())
+
+    def legal_moves(self) -> list[Move]:
+        """Every legal move of the current decision (empty when the game is over)."""
+        player = self.to_move()
+        if player is None:
+            return []
+        quilt = self.quilts[player]
+        if self.pending_special is not None:
+            specials = self._tables.special_moves
+            return [specials[i] for i in range(self.ruleset.cells) if not quilt >> i & 1]
+        moves = [ADVANCE]
+        buttons = self.buttons[player]
+        patches = self.ruleset.patches
+        q_low = np.uint64(quilt & _LOW64)
+        q_high = np.uint64(quilt >> 64)
+        for patch_id in self.circle[:3]:
+            if patches[patch_id].buttons_cost > buttons:
+                continue
+            table = self._tables.placements[patch_id]
+            moves.extend(table.moves[((table.low & q_low) | (table.high & q_high)) == 0].tolist())
+        return moves
+
+    def legal_move_count(self) -> int:
+        return len(self.legal_moves())
+
+    # ---------------------------------------------------------------- changes
+    def apply(self, move: Move) -> None:
+        """Apply a move after checking it; raises IllegalMoveError with the reason."""
+        reason = self.why_illegal(move)
+        if reason is not None:
+            raise IllegalMoveError(reason)
+        self.apply_unchecked(move)
+
+    def apply_json(self, data: Any) -> Move:
+        """Parse and apply a move in its JSON form (checked). Returns the parsed move."""
+        move = Move.from_json(data, self.ruleset.rows, self.ruleset.cols)
+        self.apply(move)
+        return move
+
+    def why_illegal(self, move: Move) -> str | None:
+        """None if ``move`` is legal here, else a sentence saying why not."""
+        player = self.to_move()
+        if player is None:
+            return "the game is over"
+        rules = self.ruleset
+        if not isinstance(move, Move):
+            return f"not a Move: {move!r}"
+        if move.mask & ~rules.full_mask:
+            return "the move covers cells off the quilt"
+        quilt = self.quilts[player]
+        if self.pending_special is not None:
+            if move.action != "special":
+                return (f"player {player} must first place the special patch it just took, "
+                        f"not {move.action}")
+            if move.mask.bit_count() != 1:
+                return f"a special patch covers exactly 1 cell, not {move.mask.bit_count()}"
+            if quilt & move.mask:
+                return f"cell {_cell_text(move, rules.cols)} is already covered"
+            return None
+        if move.action == "special":
+            return "no special patch is waiting to be placed"
+        if move.action == "advance":
+            return None
+        if move.action != "buy":
+            return f"unknown action {move.action!r}"
+        if move.patch is None or not 0 <= move.patch < len(rules.patches):
+            return f"there is no patch with id {move.patch!r}"
+        choices = self.choices()
+        if move.patch not in choices:
+            return (f"patch {move.patch} is not one of the next choices "
+                    f"{', '.join(map(str, choices))}")
+        patch = rules.patch(move.patch)
+        if patch.buttons_cost > self.buttons[player]:
+            return (f"patch {move.patch} costs {patch.buttons_cost} buttons but player {player} "
+                    f"has {self.buttons[player]}")
+        if move.mask not in self._tables.placements[move.patch].index:
+            return (f"cells {_cell_text(move, rules.cols)} are not a placement of patch "
+                    f"{move.patch} (shape {'/'.join(patch.shape)})")
+        if quilt & move.mask:
+            overlap = Move("buy", move.patch, quilt & move.mask)
+            return f"patch {move.patch} would overlap covered cells {_cell_text(overlap, rules.cols)}"
+        return None
+
+    def apply_unchecked(self, move: Move) -> None:
+        """Apply a move from :meth:`legal_moves` without checking it (fast path for search)."""
+        player = self.pending_special if self.pending_special is not None else self.to_move()
+        assert player is not None
+        self.ply += 1
+        action = move.action
+        if action == "special":
+            self.pending_special = None
+            self._place(player, None, move.mask, 0)
+            return
+        if action == "advance":
+            # 4: move to just in front of the opponent, 1 button per space actually moved.
+            target = min(self.positions[1 - player] + 1, self.ruleset.final_space)
+            self.buttons[player] += target - self.positions[player]
+            self._move_token(player, target)
+            return
+        patch_id = move.patch
+        assert patch_id is not None
+        patch = self.ruleset.patches[patch_id]
+        # 5: the neutral token moves to the bought patch; the next choices follow it.
+        index = self.circle.index(patch_id)
+        self.circle = self.circle[index + 1:] + self.circle[:index]
+        self.buttons[player] -= patch.buttons_cost
+        table = self._tables.placements[patch_id]
+        buttons_mask = table.button_masks[table.index[move.mask]]
+        self._place(player, patch_id, move.mask, buttons_mask)
+        self.income[player] += patch.income  # 3: placing comes before moving
+        self._move_token(player, self.positions[player] + patch.time_cost)
+
+    def _place(self, player: int, patch_id: int | None, mask: int, buttons_mask: int) -> None:
+        quilt = self.quilts[player] | mask
+        self.quilts[player] = quilt
+        self.button_cells[player] |= buttons_mask
+        self.placed[player].append((patch_id, mask))
+        if self.bonus_owner is None:  # 9: checked after every placement, specials included
+            for square in self._tables.bonus_masks:
+                if quilt & square == square:
+                    self.bonus_owner = player
+                    break
+
+    def _move_token(self, player: int, target: int) -> None:
+        rules = self.ruleset
+        start = self.positions[player]
+        target = min(target, rules.final_space)
+        self.positions[player] = target
+        self.on_top = player  # 7: the token that arrives last is on top
+        # 2: events fire for every marked space m with start < m <= target.
+        crossed = self._tables.income_crossed
+        self.buttons[player] += (crossed[target] - crossed[start]) * self.income[player]
+        for space in self.special_spaces_left:  # kept sorted, so the first crossed is taken
+            if start < space <= target:
+                self.special_spaces_left.remove(space)  # 8: at most one per move
+                if self.quilts[player] != rules.full_mask:
+                    self.pending_special = player
+                break
+            if space > target:
+                break
+        if target == rules.final_space and self.first_to_finish is None:
+            self.first_to_finish = player
+
+    # ---------------------------------------------------------------- JSON
+    def to_json(self) -> dict[str, Any]:
+        """The complete state as JSON-ready data (also the protocol's ``state`` object)."""
+        rules = self.ruleset
+        return {
+            "ruleset": rules.name,
+            "edition": rules.edition,
+            "seed": self.seed,
+            "first_player": self.first_player,
+            "ply": self.ply,
+            "to_move": self.to_move(),
+            "decision": self.decision(),
+            "positions": self.positions[:],
+            "buttons": self.buttons[:],
+            "income": self.income[:],
+            "quilts": [self.quilt_rows(p) for p in (0, 1)],
+            "placed": [[{"patch": pid, "cells": Move("x", None, mask).cells(rules.cols)}
+                        for pid, mask in self.placed[p]] for p in (0, 1)],
+            "circle": self.circle[:],
+            "special_spaces_left": self.special_spaces_left[:],
+            "bonus_owner": self.bonus_owner,
+            "on_top": self.on_top,
+            "first_to_finish": self.first_to_finish,
+        }
+
+    def quilt_rows(self, player: int) -> list[str]:
+        """The quilt as strings: '.' empty, '#' covered, 'o' a covered cell with a button."""
+        cols = self.ruleset.cols
+        quilt, buttons = self.quilts[player], self.button_cells[player]
+        return ["".join("o" if buttons >> (r * cols + c) & 1 else "#" if quilt >> (r * cols + c) & 1
+                        else "." for c in range(cols)) for r in range(self.ruleset.rows)]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GameState:
+        """Rebuild a state from :meth:`to_json` output. Raises MoveFormatError or ValueError
+        when the data is inconsistent."""
+        if data.get("ruleset") != "patchwork":
+            raise ValueError(f"unknown ruleset {data.get('ruleset')!r}")
+        rules = patchwork(data["edition"])
+        state = cls.from_circle(sorted(p.id for p in rules.patches), data["first_player"],
+                                ruleset=rules, seed=data["seed"])
+        state.circle = [int(i) for i in data["circle"]]
+        state.ply = int(data["ply"])
+        state.positions = [int(v) for v in data["positions"]]
+        state.buttons = [int(v) for v in data["buttons"]]
+        state.income = [int(v) for v in data["income"]]
+        tabs = state._tables
+        for player in (0, 1):
+            for entry in data["placed"][player]:
+                move = Move.from_json(
+                    {"action": "special", "cells": entry["cells"]}, rules.rows, rules.cols)
+                pid = entry["patch"]
+                buttons_mask = 0
+                if pid is not None:
+                    table = tabs.placements[pid]
+                    if move.mask not in table.index:
+                        raise ValueError(f"player {player}: cells are not a placement of patch {pid}")
+                    buttons_mask = table.button_masks[table.index[move.mask]]
+                if state.quilts[player] & move.mask:
+                    raise ValueError(f"player {player}: placed patches overlap")
+                state.quilts[player] |= move.mask
+                state.button_cells[player] |= buttons_mask
+                state.placed[player].append((pid, move.mask))
+        state.special_spaces_left = [int(v) for v in data["special_spaces_left"]]
+        state.bonus_owner = data["bonus_owner"]
+        state.on_top = int(data["on_top"])
+        state.first_to_finish = data["first_to_finish"]
+        state.pending_special = data["to_move"] if data["decision"] == SPECIAL else None
+        return state
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GameState) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"<GameState ply={self.ply} to_move={self.to_move()} decision={self.decision()} "
+                f"positions={self.positions} buttons={self.buttons}>")
+
+
+def _cell_text(move: Move, cols: int) -> str:
+    return " ".join(f"[{r}, {c}]" for r, c in move.cells(cols))
+
+
+__all__ = ["GameState", "MAIN", "SPECIAL", "Outcome", "Termination", "MoveFormatError"]
