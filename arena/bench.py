@@ -1,0 +1,87 @@
+"""`make bench`: performance figures, printed (never asserted by a timed test).
+
+Run as ``python -m arena.bench [section ...]``; sections: engine (default: all).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+from arena.engine import GameState
+
+Section = Callable[[], None]
+
+
+def bench_engine(seconds: float = 5.0) -> None:
+    """Uniformly random games/s on one core, enumerating all legal moves at every decision."""
+    games = decisions = 0
+    movegen_ns: list[int] = []
+    apply_ns: list[int] = []
+    start = time.perf_counter()
+    seed = 0
+    while time.perf_counter() - start < seconds:
+        state = GameState.new(seed, first_player=seed % 2)
+        rng = random.Random(seed)
+        while not state.is_terminal():
+            moves = state.legal_moves()
+            move = rng.choice(moves)
+            state.apply_unchecked(move)
+            decisions += 1
+        games += 1
+        seed += 1
+    elapsed = time.perf_counter() - start
+    # Separate timing pass so the clock calls do not slow the games/s figure above.
+    for seed in range(200):
+        state = GameState.new(10_000 + seed)
+        rng = random.Random(seed)
+        while not state.is_terminal():
+            t0 = time.perf_counter_ns()
+            moves = state.legal_moves()
+            t1 = time.perf_counter_ns()
+            move = rng.choice(moves)
+            t2 = time.perf_counter_ns()
+            state.apply_unchecked(move)
+            t3 = time.perf_counter_ns()
+            movegen_ns.append(t1 - t0)
+            apply_ns.append(t3 - t2)
+    checked_ns = []
+    for seed in range(100):
+        state = GameState.new(20_000 + seed)
+        rng = random.Random(seed)
+        while not state.is_terminal():
+            move = rng.choice(state.legal_moves())
+            t0 = time.perf_counter_ns()
+            state.apply(move)
+            checked_ns.append(time.perf_counter_ns() - t0)
+    print("engine (one core, uniformly random legal moves, all moves enumerated per decision)")
+    print(f"  random games/s:              {games / elapsed:10.1f}   ({games} games, "
+          f"{decisions / games:.1f} decisions/game)")
+    print(f"  legal-move generation/dec.:  {_us(movegen_ns)}")
+    print(f"  apply_unchecked:             {_us(apply_ns)}")
+    print(f"  apply (checked):             {_us(checked_ns)}")
+
+
+def _us(samples_ns: list[int]) -> str:
+    mean = statistics.fmean(samples_ns) / 1000
+    p50 = statistics.median(samples_ns) / 1000
+    p99 = sorted(samples_ns)[int(len(samples_ns) * 0.99)] / 1000
+    return f"mean {mean:7.2f} us   p50 {p50:7.2f} us   p99 {p99:7.2f} us"
+
+
+SECTIONS: dict[str, Section] = {"engine": bench_engine}
+
+
+def main(argv: list[str]) -> None:
+    names = argv or list(SECTIONS)
+    for name in names:
+        if name not in SECTIONS:
+            raise SystemExit(f"unknown bench section {name!r}: choose from {', '.join(SECTIONS)}")
+        SECTIONS[name]()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

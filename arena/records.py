@@ -1,0 +1,169 @@
+"""Game records: one JSON object per game, one line of a ``.jsonl`` file.
+
+A record is the raw truth about a game; replaying it validates every move with the
+rules engine and must reproduce the stored result. See the README for the fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from arena.engine import GameState, Move, Termination
+from arena.errors import ArenaError, RecordError
+
+RECORD_FORMAT = "patchwork-arena/game-record"
+RECORD_VERSION = 1
+REASONS = tuple(t.value for t in Termination)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def make_record(initial: GameState, players: tuple[str, str] | list[str],
+                moves: list[dict[str, Any]], result: dict[str, Any],
+                **extra: Any) -> dict[str, Any]:
+    """Build a record. ``initial`` is the state before the first move; ``moves`` are move
+    JSON objects with a ``player`` field (and optional ``time_ms``, ``info``); ``result``
+    has ``scores``, ``winner``, ``reason`` (a Termination value) and optional ``detail``."""
+    record: dict[str, Any] = {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "ruleset": initial.ruleset.name,
+        "edition": initial.ruleset.edition,
+        "seed": initial.seed,
+        "circle": initial.circle[:],
+        "first_player": initial.first_player,
+        "players": list(players),
+    }
+    record.update(extra)
+    record["moves"] = moves
+    record["result"] = result
+    return record
+
+
+def normal_result(state: GameState) -> dict[str, Any]:
+    """The result of a game that ended by the rules."""
+    winner = state.winner()
+    if winner is None:
+        raise ValueError("the game is not over")
+    return {"scores": list(state.scores()), "winner": winner, "reason": "normal"}
+
+
+def initial_state(record: dict[str, Any]) -> GameState:
+    """The starting position a record describes (checks ruleset, edition, circle, seed)."""
+    if record.get("ruleset", "patchwork") != "patchwork":
+        raise RecordError(f"unknown ruleset {record.get('ruleset')!r}")
+    edition = record.get("edition", "revised")
+    first = record.get("first_player")
+    if first not in (0, 1):
+        raise RecordError(f"first_player must be 0 or 1, got {first!r}")
+    circle = record.get("circle")
+    seed = record.get("seed")
+    try:
+        if circle is None:
+            if not isinstance(seed, int):
+                raise RecordError("the record has neither a circle nor an integer seed")
+            return GameState.new(seed, edition, first)
+        if not isinstance(circle, list) or not all(isinstance(i, int) for i in circle):
+            raise RecordError("circle must be a list of patch ids")
+        state = GameState.from_circle(circle, first, edition, seed=seed)
+    except ValueError as exc:
+        raise RecordError(str(exc)) from None
+    except ArenaError as exc:
+        raise RecordError(str(exc)) from None
+    if circle[-1] != state.ruleset.last_patch_id:
+        raise RecordError(f"circle must end with patch {state.ruleset.last_patch_id}")
+    if isinstance(seed, int) and GameState.new(seed, edition, first).circle != circle:
+        raise RecordError(f"circle does not match the shuffle of seed {seed}")
+    return state
+
+
+def replay(record: dict[str, Any], *, check_result: bool = True) -> list[GameState]:
+    """Replay a record, validating every move; returns the states (initial, after each move).
+
+    Raises RecordError naming the move number (1-based) and why it is wrong.
+    """
+    if not isinstance(record, dict):
+        raise RecordError("a record must be a JSON object")
+    state = initial_state(record)
+    states = [state.clone()]
+    moves = record.get("moves")
+    if not isinstance(moves, list):
+        raise RecordError("moves must be a list")
+    for number, entry in enumerate(moves, start=1):
+        if not isinstance(entry, dict):
+            raise RecordError(f"move {number}: not a JSON object")
+        mover = state.to_move()
+        if mover is None:
+            raise RecordError(f"move {number}: the game was already over")
+        if entry.get("player") != mover:
+            raise RecordError(f"move {number}: recorded for player {entry.get('player')!r} "
+                              f"but player {mover} is to move")
+        try:
+            state.apply(Move.from_json(entry, state.ruleset.rows, state.ruleset.cols))
+        except ArenaError as exc:
+            raise RecordError(f"move {number} ({_move_text(entry)}): {exc}") from None
+        states.append(state.clone())
+    if check_result:
+        _check_result(record.get("result"), state)
+    return states
+
+
+def _check_result(result: Any, state: GameState) -> None:
+    if not isinstance(result, dict):
+        raise RecordError("result must be a JSON object")
+    reason = result.get("reason")
+    if reason not in REASONS:
+        raise RecordError(f"result: unknown reason {reason!r}")
+    if reason == "normal":
+        if not state.is_terminal():
+            raise RecordError("result says the game ended normally but the moves do not finish it")
+        expected = normal_result(state)
+        if list(result.get("scores", [])) != expected["scores"]:
+            raise RecordError(f"result: scores {result.get('scores')} but the moves give "
+                              f"{expected['scores']}")
+        if result.get("winner") != expected["winner"]:
+            raise RecordError(f"result: winner {result.get('winner')} but the moves give "
+                              f"{expected['winner']}")
+    elif result.get("winner") not in (0, 1):
+        raise RecordError(f"result: winner must be 0 or 1, got {result.get('winner')!r}")
+
+
+def _move_text(entry: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in entry.items() if k not in ("time_ms", "info")})[:120]
+
+
+def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (record number from 1, record) from a .jsonl file; blank lines are skipped.
+
+    A line that is not a JSON object raises RecordError naming the record number.
+    """
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise RecordError(f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        number = 0
+        for line in handle:
+            if not line.strip():
+                continue
+            number += 1
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RecordError(f"{path}: record {number}: not valid JSON ({exc.msg} at "
+                                  f"column {exc.colno})") from None
+            if not isinstance(record, dict):
+                raise RecordError(f"{path}: record {number}: not a JSON object")
+            yield number, record
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    """Append one record as one line (flushed), so a killed writer loses at most that line."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, separators=(",", ":")) + "\n")

@@ -1,0 +1,124 @@
+"""The engine's command line, end to end through real subprocesses and click's runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from arena.cli import main
+from arena.records import replay
+
+ARENA = [sys.executable, "-m", "arena.cli"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from arena.cli import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_random_games_writes_valid_records_and_summary(tmp_path: Path) -> None:
+    out = tmp_path / "games.jsonl"
+    proc = run_cli("random-games", "12", "--seed", "5", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "games: 12" in proc.stdout
+    assert "mean decisions per game:" in proc.stdout
+    assert "seat-0 win rate:" in proc.stdout
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 12
+    assert [r["seed"] for r in records] == list(range(5, 17))
+    assert [r["first_player"] for r in records] == [i % 2 for i in range(12)]
+    for record in records:
+        assert record["ruleset"] == "patchwork" and record["edition"] == "revised"
+        assert record["circle"][-1] == 0 and sorted(record["circle"]) == list(range(33))
+        assert record["result"]["reason"] == "normal"
+        final = replay(record)[-1]
+        assert list(final.scores()) == record["result"]["scores"]
+    wins = sum(r["result"]["winner"] == 0 for r in records)
+    assert f"seat-0 win rate: {wins / 12:.3f}" in proc.stdout
+
+
+def test_random_games_original_edition(tmp_path: Path) -> None:
+    out = tmp_path / "orig.jsonl"
+    result = CliRunner().invoke(main, ["random-games", "3", "--out", str(out),
+                                       "--edition", "original"])
+    assert result.exit_code == 0, result.output
+    assert all(json.loads(line)["edition"] == "original" for line in out.read_text().splitlines())
+
+
+def test_replay_renders_final_position_and_steps(tmp_path: Path) -> None:
+    out = tmp_path / "games.jsonl"
+    CliRunner().invoke(main, ["random-games", "2", "--seed", "3", "--out", str(out)])
+    final = CliRunner().invoke(main, ["replay", str(out), "--game", "2"])
+    assert final.exit_code == 0, final.output
+    assert "2 record(s) valid" in final.output and "game over" in final.output
+    steps = CliRunner().invoke(main, ["replay", str(out), "--step"])
+    record = json.loads(out.read_text().splitlines()[0])
+    assert steps.output.count("\nmove ") == len(record["moves"])
+    assert "ply 0:" in steps.output and "final scores" in steps.output
+
+
+def _corrupt(tmp_path: Path, change) -> Path:  # type: ignore[no-untyped-def]
+    out = tmp_path / "games.jsonl"
+    CliRunner().invoke(main, ["random-games", "3", "--seed", "9", "--out", str(out)])
+    lines = out.read_text().splitlines()
+    record = json.loads(lines[1])
+    change(record)
+    lines[1] = json.dumps(record)
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_replay_names_record_move_and_reason_of_an_illegal_move(tmp_path: Path) -> None:
+    def make_illegal(record: dict) -> None:
+        buy = next(i for i, m in enumerate(record["moves"]) if m["action"] == "buy")
+        record["moves"][buy]["cells"] = [[0, 0]]
+    out = _corrupt(tmp_path, make_illegal)
+    proc = run_cli("replay", str(out))
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "record 2: move" in proc.stderr and "not a placement of patch" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_replay_rejects_a_wrong_result(tmp_path: Path) -> None:
+    def swap(record: dict) -> None:
+        record["result"]["winner"] = 1 - record["result"]["winner"]
+    proc = run_cli("replay", str(_corrupt(tmp_path, swap)))
+    assert proc.returncode == 1 and "record 2: result: winner" in proc.stderr
+
+
+def test_replay_reports_truncated_json_and_missing_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    CliRunner().invoke(main, ["random-games", "1", "--out", str(bad)])
+    with bad.open("a") as handle:
+        handle.write('{"moves": [\n')  # a writer killed mid-line
+    proc = run_cli("replay", str(bad))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "record 2: not valid JSON" in proc.stderr
+    bad.write_text('{"ruleset": "patchwork"}\n')
+    proc = run_cli("replay", str(bad))
+    assert proc.returncode == 1 and "record 1: first_player must be 0 or 1" in proc.stderr
+    proc = run_cli("replay", str(tmp_path / "missing.jsonl"))
+    assert proc.returncode == 1 and "cannot read" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_arguments_give_one_line_errors(tmp_path: Path) -> None:
+    proc = run_cli("random-games", "0", "--out", str(tmp_path / "x.jsonl"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "0" in proc.stderr
+    proc = run_cli("random-games", "2", "--out", str(tmp_path / "x.jsonl"), "--edition", "nope")
+    assert proc.returncode == 2 and "nope" in proc.stderr
+    out = tmp_path / "one.jsonl"
+    CliRunner().invoke(main, ["random-games", "1", "--out", str(out)])
+    proc = run_cli("replay", str(out), "--game", "5")
+    assert proc.returncode == 1 and "there is no game 5" in proc.stderr
+
+
+def test_every_command_has_help() -> None:
+    for command in ([], ["random-games"], ["replay"]):
+        result = CliRunner().invoke(main, [*command, "--help"])
+        assert result.exit_code == 0 and "Usage:" in result.output
