@@ -1,0 +1,511 @@
+"""One bot subprocess, and the guarantee that it and all its descendants die.
+
+A bot runs in its own session and process group, with a scrubbed environment, its
+own working folder and resource limits (CPU seconds, address space, file size, open
+files, no core dumps). Its stderr (and its stdout too, unless it talks over pipes)
+goes to a per-bot log file, capped in size.
+
+Finding the whole tree: a bot may fork, and a grandchild may call ``setsid()`` and be
+reparented to init, leaving both the process group and the parent chain. So every bot
+gets a random marker in its environment, ``ARENA_BOT_MARKER=<uuid>``, inherited by
+everything it starts; :meth:`BotProcess.tree_pids` scans ``/proc`` for the bot's
+session, the parent-chain closure from there, and any process whose
+``/proc/<pid>/environ`` carries the marker. A descendant that both leaves the session
+*and* execs with a fresh environment *and* is orphaned is out of reach of ``/proc``
+(only a cgroup would catch it); bots are not expected to go to that length.
+
+The direct child is not reaped until :meth:`BotProcess.kill_tree`: :meth:`poll` looks
+at its exit status with ``waitid(WNOWAIT)``. The zombie keeps its pid, and so the
+session id, from being reused by an unrelated process while we still match on it.
+
+>>> with BotProcess.start(["/bin/sleep", "100"], cwd=Path("/tmp")) as bot:
+...     bot.is_alive()
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, NamedTuple
+
+from arena.errors import BotStartError, ConfigError
+
+log = logging.getLogger(__name__)
+
+MARKER_VAR = "ARENA_BOT_MARKER"
+BOT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+_DRAIN_CHUNK = 1 << 16
+_FREEZE_BUDGET_S = 1.0  # after this, kill what we found even if it is not all stopped yet
+_MOP_UP_BUDGET_S = 2.0  # keep killing stragglers (e.g. stuck in a syscall) for this long
+_REAP_TIMEOUT_S = 5.0
+_DRAIN_JOIN_TIMEOUT_S = 2.0
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """Per-process resource limits for a bot (inherited by its descendants).
+
+    The CPU limit is soft at ``cpu_seconds`` (SIGXCPU) and hard one second later
+    (SIGKILL). Core dumps are always disabled. A limit above the arena's own hard limit
+    is lowered to it: a bot never gets more than the arena has.
+    """
+
+    cpu_seconds: int = 3600
+    address_space_bytes: int = 4 * 2**30
+    file_size_bytes: int = 64 * 2**20
+    open_files: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_seconds", "address_space_bytes", "file_size_bytes", "open_files"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"resource limit {name} must be a positive integer, got {value!r}")
+
+    def rlimits(self) -> list[tuple[int, tuple[int, int]]]:
+        """``(RLIMIT_*, (soft, hard))`` pairs, clamped to this process's hard limits."""
+        wanted = [
+            (resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 1)),
+            (resource.RLIMIT_AS, (self.address_space_bytes, self.address_space_bytes)),
+            (resource.RLIMIT_FSIZE, (self.file_size_bytes, self.file_size_bytes)),
+            (resource.RLIMIT_NOFILE, (self.open_files, self.open_files)),
+            (resource.RLIMIT_CORE, (0, 0)),
+        ]
+        result = []
+        for which, (soft, hard) in wanted:
+            ceiling = resource.getrlimit(which)[1]
+            if ceiling != resource.RLIM_INFINITY:
+                soft, hard = min(soft, ceiling), min(hard, ceiling)
+            result.append((which, (soft, hard)))
+        return result
+
+
+def _rlimit_setter(limits: ResourceLimits) -> Callable[[], None]:
+    # Runs in the forked child before exec, possibly while other threads of the parent
+    # held locks: everything is computed here, the child only makes setrlimit calls.
+    pairs = limits.rlimits()
+    setrlimit = resource.setrlimit
+
+    def apply() -> None:
+        for which, value in pairs:
+            setrlimit(which, value)
+
+    return apply
+
+
+def bot_environment(cwd: Path, env: Mapping[str, str] | None, marker: str) -> dict[str, str]:
+    """The whole environment of a bot: nothing is inherited from the arena."""
+    result = {"PATH": BOT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8", "TMPDIR": str(cwd)}
+    result.update(env or {})
+    result[MARKER_VAR] = marker
+    return result
+
+
+class BotProcess:
+    """A started bot subprocess; use :meth:`start`, and always end with :meth:`kill_tree`
+    (or a ``with`` block), which also reaps it."""
+
+    pid: int
+    marker: str
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+
+    def __init__(self, popen: subprocess.Popen[bytes], marker: str,
+                 drain: threading.Thread | None, born_ticks: int) -> None:
+        self._popen = popen
+        self._born_ticks = born_ticks
+        self.pid = popen.pid
+        self.marker = marker
+        self._marker_entry = f"{MARKER_VAR}={marker}".encode()
+        self.stdin = popen.stdin
+        self.stdout = popen.stdout
+        self._drain = drain
+        self._returncode: int | None = None
+        self._reaped = False
+        self._killed = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None,
+              limits: ResourceLimits = ResourceLimits(), stderr_log: Path | None = None,
+              stderr_cap_bytes: int = 1 << 20, pipes: bool = False) -> BotProcess:
+        """Start ``argv`` in a new session, in ``cwd`` (created if missing).
+
+        The environment is :func:`bot_environment`: PATH, HOME=cwd, LANG, TMPDIR=cwd,
+        then ``env``, then the marker. With ``pipes`` the bot's stdin and stdout are
+        unbuffered pipes (``stdin.write`` sends at once; ``select`` on ``stdout.fileno()``
+        sees every byte); otherwise stdin is /dev/null and stdout joins stderr. Stderr is
+        appended to ``stderr_log``, at most ``stderr_cap_bytes`` per run, then one
+        truncation line and the rest is drained and dropped; without a log it is dropped.
+
+        Raises BotStartError when the program cannot be started.
+        """
+        if not argv:
+            raise BotStartError("cannot start a bot: empty command line")
+        cwd = Path(cwd).resolve()
+        marker = uuid.uuid4().hex
+        log_file: IO[bytes] | None = None
+        read_fd = write_fd = -1
+        try:
+            cwd.mkdir(parents=True, exist_ok=True)
+            if stderr_log is not None:
+                stderr_log.parent.mkdir(parents=True, exist_ok=True)
+                log_file = open(stderr_log, "ab")  # closed by the drain thread
+                read_fd, write_fd = os.pipe()
+            born_ticks = _boot_ticks() - 1  # every process of the bot starts after this
+            err_target: int = write_fd if log_file is not None else subprocess.DEVNULL
+            popen = subprocess.Popen(
+                argv, cwd=cwd, env=bot_environment(cwd, env, marker), bufsize=0,
+                stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if pipes else err_target,
+                stderr=err_target, close_fds=True, start_new_session=True,
+                preexec_fn=_rlimit_setter(limits))
+        except (OSError, subprocess.SubprocessError) as exc:
+            for fd in (read_fd, write_fd):
+                if fd >= 0:
+                    os.close(fd)
+            if log_file is not None:
+                log_file.close()
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise BotStartError(f"cannot start {argv[0]!r} in {str(cwd)!r}: {reason}") from exc
+        drain = None
+        if log_file is not None:
+            os.close(write_fd)  # the bot holds the only write end: EOF once it and its tree die
+            drain = threading.Thread(target=_drain, args=(read_fd, log_file, stderr_cap_bytes),
+                                     name=f"bot-stderr-{popen.pid}", daemon=True)
+            drain.start()
+        log.debug("started pid %d: %s", popen.pid, argv)
+        return cls(popen, marker, drain, born_ticks)
+
+    # -- state of the direct child ---------------------------------------------------
+
+    def poll(self) -> int | None:
+        """The return code (negative: killed by that signal), or None while running.
+
+        Does not reap the child (see the module docstring); :meth:`kill_tree` does.
+        """
+        if self._returncode is not None:
+            return self._returncode
+        if self._reaped:
+            self._returncode = self._popen.returncode
+            return self._returncode
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped behind our back (e.g. someone called waitpid(-1))
+            self._returncode = self._popen.poll()
+            return self._returncode
+        if info is None or info.si_pid == 0:
+            return None
+        if info.si_code == os.CLD_EXITED:
+            self._returncode = info.si_status
+        else:  # CLD_KILLED or CLD_DUMPED
+            self._returncode = -info.si_status
+        return self._returncode
+
+    def is_alive(self) -> bool:
+        """Whether the direct child is still running (its descendants may outlive it)."""
+        return self.poll() is None
+
+    def describe_exit(self) -> str:
+        """``"running"``, ``"exit code 3"`` or ``"killed by signal 9 (SIGKILL)"``."""
+        code = self.poll()
+        if code is None:
+            return "running"
+        if code >= 0:
+            return f"exit code {code}"
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            return f"killed by signal {-code}"
+        return f"killed by signal {-code} ({name})"
+
+    # -- the tree ---------------------------------------------------------------------
+
+    def tree_pids(self) -> set[int]:
+        """Every live (not zombie) process that belongs to this bot, found in ``/proc``."""
+        return set(self._scan())
+
+    def _scan(self) -> dict[int, _Stat]:
+        """Live members of the tree, each with its ``/proc/<pid>/stat`` fields.
+
+        Only processes started since the bot are considered: older ones cannot be its
+        descendants, and skipping them keeps the scan cheap (no environ reads).
+        """
+        if not self._reaped:
+            # The bot is the oldest process of its tree; trust its own start time over
+            # the clock reading taken in start().
+            root_stat = _read_stat(str(self.pid))
+            if root_stat is not None:
+                self._born_ticks = min(self._born_ticks, root_stat.start)
+        procs: dict[int, _Stat] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                stat = _read_stat(name)
+                if stat is not None and stat.start >= self._born_ticks:
+                    procs[int(name)] = stat
+        members: set[int] = set()
+        root = self.pid
+        if not self._reaped:  # the unreaped child pins its pid, so the session id is ours
+            members.update(pid for pid, stat in procs.items() if stat.sid == root or pid == root)
+        for pid in procs.keys() - members:
+            if _has_marker(pid, self._marker_entry):
+                members.add(pid)
+        children: dict[int, list[int]] = {}
+        for pid, stat in procs.items():
+            children.setdefault(stat.ppid, []).append(pid)
+        todo = list(members)
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in members:
+                    members.add(child)
+                    todo.append(child)
+        members.discard(os.getpid())
+        members.discard(1)
+        return {pid: procs[pid] for pid in members if procs[pid].is_alive()}
+
+    def kill_tree(self, grace_s: float = 0.2) -> None:
+        """Kill the bot and every descendant, then reap the bot. Idempotent.
+
+        SIGTERM to everything found, up to ``grace_s`` seconds to exit, then SIGSTOP
+        everything and rescan until every member is stopped and no new one appears (a
+        stopped process cannot fork), then SIGKILL them all.
+        """
+        with self._lock:
+            if self._killed:
+                return
+            self._killed = True
+            try:
+                found_none = self._terminate(grace_s) if grace_s > 0 else False
+                self._freeze_and_kill(empty_scans=1 if found_none else 0)
+            finally:
+                self._reap()
+
+    def _terminate(self, grace_s: float) -> bool:
+        """SIGTERM and wait; True if the scan found nothing to terminate."""
+        members = self._scan()
+        if not members:
+            return True
+        for pid in members:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        pause = 0.001
+        while time.monotonic() < deadline:
+            if all(_is_gone(pid) for pid in members):
+                break
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+            pause = min(pause * 2, 0.02)
+        return False
+
+    def _freeze_and_kill(self, empty_scans: int) -> None:
+        stopped: set[int] = set()
+        deadline = time.monotonic() + _FREEZE_BUDGET_S
+        while True:
+            members = self._scan()
+            new = members.keys() - stopped
+            for pid in new:
+                _signal(pid, signal.SIGSTOP)
+            stopped |= new
+            if not members:
+                # A process that forked and exited between our listdir and its stat leaves
+                # a child we may have missed: only two empty scans in a row mean empty.
+                empty_scans += 1
+                if empty_scans >= 2:
+                    break
+            elif not new and all(_is_frozen(pid, stat) for pid, stat in members.items()):
+                break
+            if time.monotonic() > deadline:
+                log.warning("bot %d: tree not frozen after %.1f s, killing what was found",
+                            self.pid, _FREEZE_BUDGET_S)
+                break
+            if not new:
+                time.sleep(0.0005)
+        for pid in members:
+            _signal(pid, signal.SIGKILL)
+        # Anything stopped but no longer counted as ours (only a reused pid could be):
+        # let it go on.
+        for pid in stopped - members.keys():
+            if not _is_gone(pid):
+                _signal(pid, signal.SIGCONT)
+        deadline = time.monotonic() + _MOP_UP_BUDGET_S
+        while members:
+            members = self._scan()
+            for pid in members:
+                _signal(pid, signal.SIGKILL)
+            if members and time.monotonic() > deadline:
+                log.warning("bot %d: processes %s survive SIGKILL", self.pid, sorted(members))
+                break
+            if members:
+                time.sleep(0.002)
+
+    def _reap(self) -> None:
+        try:
+            self._popen.wait(timeout=_REAP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            log.warning("bot %d: not reaped %.0f s after SIGKILL", self.pid, _REAP_TIMEOUT_S)
+        else:
+            self._reaped = True
+            if self._returncode is None:
+                self._returncode = self._popen.returncode
+        for stream in (self.stdin, self.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        if self._drain is not None:
+            self._drain.join(_DRAIN_JOIN_TIMEOUT_S)
+
+    def __enter__(self) -> BotProcess:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.kill_tree()
+
+    def __repr__(self) -> str:
+        return f"<BotProcess pid={self.pid} {self.describe_exit()}>"
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # FileNotFoundError, PermissionError: the process is gone or not ours
+        return None
+    try:
+        parts = []
+        while chunk := os.read(fd, 1 << 16):
+            parts.append(chunk)
+        return b"".join(parts)
+    except OSError:  # ProcessLookupError (ESRCH) when it exits while we read
+        return None
+    finally:
+        os.close(fd)
+
+
+class _Stat(NamedTuple):
+    state: str  # R, S, D, T (stopped), Z (zombie), ...
+    ppid: int
+    sid: int
+    start: int  # clock ticks since boot
+    threads: int
+
+    def is_alive(self) -> bool:
+        # A thread-group leader that called pthread_exit() shows as a zombie while its
+        # other threads run on: still alive, and a kill() of its pid reaches them.
+        return self.state not in "ZX" or self.threads > 1
+
+
+def _read_stat(pid: str) -> _Stat | None:
+    """The fields of ``/proc/<pid>/stat`` we use, or None if the process is gone."""
+    data = _read(f"/proc/{pid}/stat")
+    if data is None:
+        return None
+    # The command name in parentheses may itself contain spaces and parentheses.
+    fields = data[data.rfind(b")") + 2:].split()
+    try:
+        return _Stat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]),
+                     int(fields[17]))
+    except (IndexError, ValueError):
+        return None
+
+
+def _tasks(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def _is_frozen(pid: int, stat: _Stat) -> bool:
+    if stat.state in "Tt":
+        return True
+    if stat.state not in "ZX":
+        return False
+    for tid in _tasks(pid):  # a zombie leader: look at the threads that are left
+        data = _read(f"/proc/{pid}/task/{tid}/stat")
+        if data is not None and data[data.rfind(b")") + 2:][:1] not in b"TtZX":
+            return False
+    return True
+
+
+def _has_marker(pid: int, entry: bytes) -> bool:
+    data = _read(f"/proc/{pid}/environ")
+    if data is None:  # a zombie leader has no environ of its own; its threads do
+        for tid in _tasks(pid):
+            data = _read(f"/proc/{pid}/task/{tid}/environ")
+            if data is not None:
+                break
+    return data is not None and entry in data.split(b"\0")
+
+
+def _boot_ticks() -> int:
+    """Now, in the clock of ``/proc/<pid>/stat`` starttime (ticks since boot)."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
+
+
+def _is_gone(pid: int) -> bool:
+    stat = _read_stat(str(pid))
+    return stat is None or not stat.is_alive()
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    if pid <= 1 or pid == os.getpid():
+        return
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _drain(fd: int, out: IO[bytes], cap: int) -> None:
+    """Copy the pipe to ``out`` up to ``cap`` bytes, then keep reading to EOF so the
+    bot never blocks on a full pipe."""
+    written = 0
+    last = b"\n"
+    full = False
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, _DRAIN_CHUNK)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if full:
+                continue
+            try:
+                room = cap - written
+                if len(chunk) <= room:
+                    out.write(chunk)
+                    written += len(chunk)
+                    last = chunk[-1:]
+                else:
+                    if room:
+                        out.write(chunk[:room])
+                        last = chunk[room - 1:room]
+                    written = cap
+                    prefix = b"" if last == b"\n" else b"\n"
+                    out.write(prefix + f"[arena: stderr truncated after {cap} bytes]\n".encode())
+                    full = True
+                out.flush()
+            except OSError as exc:  # disk full, file size limit: stop logging, keep draining
+                log.warning("stderr log write failed: %s", exc)
+                full = True
+    finally:
+        os.close(fd)
+        try:
+            out.close()
+        except OSError:
+            pass
