@@ -122,3 +122,95 @@ def _describe_move(entry: dict, players: tuple) -> str:
     if entry["action"] == "buy":
         return f"{who} buys patch {entry['patch']} at {entry['cells']}"
     return f"{who} places a special patch at {entry['cells'][0]}"
+
+
+def _time_control_options(func):  # type: ignore[no-untyped-def]
+    """The time-control flags shared by every command that plays games."""
+    func = click.option("--first-move-ms", type=click.IntRange(min=1), default=5000, show_default=True,
+                        help="Limit for each bot's first move of a game.")(func)
+    func = click.option("--bank-ms", type=click.IntRange(min=0), default=10_000, show_default=True,
+                        help="Time bank a bot draws on when a move overruns the limit.")(func)
+    func = click.option("--time-per-move", "per_move_ms", type=click.IntRange(min=1), default=1000,
+                        show_default=True, help="Per-move limit in milliseconds.")(func)
+    return func
+
+
+@main.command()
+@click.argument("bot_a", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bot_b", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--games", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Games 2k and 2k+1 use seed S+k (the same patch circle) with seats swapped.")
+@click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
+@click.option("--show", is_flag=True, help="Render every position as the game is played.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Append the game records to this .jsonl file.")
+@click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=Path("results/logs"),
+              show_default=True, help="Folder for the bots' stderr and build logs.")
+@_time_control_options
+def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bool, out: Path | None,
+         logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int) -> None:
+    """Play games between two bot folders (each with a bot.toml); seats alternate."""
+    from arena.engine.render import render
+    from arena.match import BotPool, load_manifests
+    from arena.records import append_record
+    from arena.referee import TimeControl
+
+    tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
+    manifests = load_manifests([bot_a, bot_b])
+    wins = [0, 0]
+    failures = 0
+    with BotPool(manifests, logs) as pool:
+        for index, error in pool.build_errors.items():
+            click.echo(f"warning: {error}", err=True)
+        names = pool.labels
+        for game in range(games):
+            seats = (0, 1) if game % 2 == 0 else (1, 0)
+            game_seed = seed + game // 2
+
+            def show_move(state, entry, seats=seats):  # type: ignore[no-untyped-def]
+                click.echo(f"\n{_describe_move(entry, tuple(names[s] for s in seats))}"
+                           f" ({entry['time_ms']:.0f} ms)")
+                click.echo(render(state, (names[seats[0]], names[seats[1]])))
+
+            result = pool.play(*seats, seed=game_seed, edition=edition, time_control=tc,
+                               game_id=f"play-{game + 1}", on_move=show_move if show else None)
+            if out is not None:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                append_record(out, result.record)
+            winner = seats[result.winner]
+            wins[winner] += 1
+            failures += result.termination.value != "normal"
+            s0, s1 = result.scores
+            line = (f"game {game + 1}: seed {game_seed}, {names[seats[0]]} (seat 0) vs "
+                    f"{names[seats[1]]} (seat 1): {s0} : {s1}, {names[winner]} wins "
+                    f"({result.termination.value}) in {result.duration_s:.2f} s")
+            if result.detail:
+                line += f": {result.detail}"
+            click.echo(line)
+    click.echo(f"summary: {names[0]} {wins[0]} - {wins[1]} {names[1]} over {games} game(s); "
+               f"{failures} ended abnormally" + (f"; records appended to {out}" if out else ""))
+
+
+@main.command("check-bot")
+@click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--games", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Games against the random sample bot (both seats).")
+@click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for logs (default: a temporary folder).")
+@_time_control_options
+def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_ms: int,
+              first_move_ms: int) -> None:
+    """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
+    from arena.checks import run_conformance
+
+    report = run_conformance(bot, games=games, log_dir=logs,
+                             per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms)
+    for line in report.lines:
+        click.echo(line)
+    if report.problems:
+        click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
+        for problem in report.problems:
+            click.echo(f"  - {problem}", err=True)
+        raise SystemExit(1)
+    click.echo("PASS: the bot conforms to the protocol")

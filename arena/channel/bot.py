@@ -1,0 +1,166 @@
+"""A running bot: its process, its channel and the handshake, behind one handle.
+
+The handle is started once and reused across games (each game begins with a
+``new_game`` message); after any failure the referee calls :meth:`BotHandle.kill`
+and the next :meth:`BotHandle.ensure_started` starts a fresh process.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from arena import __version__
+from arena.channel.manifest import Manifest
+from arena.channel.process import BotProcess, ResourceLimits
+from arena.channel.transport import Channel, StdioChannel, ZmqHub
+from arena.errors import BotStartError, ProtocolViolationError
+from arena.protocol.codec import decode, encode
+
+log = logging.getLogger("arena.wire")
+
+PROTOCOL_VERSION = 1
+START_TIMEOUT_S = 10.0
+
+
+class BotHandle:
+    """One bot process speaking the protocol over ZeroMQ or stdio."""
+
+    def __init__(self, manifest: Manifest, *, hub: ZmqHub | None, log_dir: Path,
+                 limits: ResourceLimits | None = None, start_timeout_s: float = START_TIMEOUT_S,
+                 label: str | None = None) -> None:
+        self.manifest = manifest
+        self.name = label or manifest.name
+        self._hub = hub
+        self._limits = limits or ResourceLimits()
+        self._start_timeout_s = start_timeout_s
+        self.stderr_log = log_dir / f"{_safe(self.name)}.stderr.log"
+        self.process: BotProcess | None = None
+        self.channel: Channel | None = None
+        self.hello: dict[str, Any] = {}
+        self.starts = 0
+        self._workdir: Path | None = None
+        self.last_decode_ns = 0  # referee overhead spent decoding the last message
+        self.broken: str | None = None  # set when the bot cannot be built: never started
+
+    @property
+    def wants_legal_moves(self) -> bool:
+        return bool(self.hello.get("capabilities", {}).get("legal_moves"))
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    def ensure_started(self) -> None:
+        """Start the process and do the handshake unless it is already running.
+
+        Raises BotStartError (cannot start, no hello in time), BotTerminatedError (it
+        exited at start) or a ProtocolError (a bad hello).
+        """
+        if self.broken is not None:
+            raise BotStartError(self.broken)
+        if self.is_running() and self.channel is not None:
+            return
+        self.kill()
+        self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{_safe(self.name)}-"))
+        env = {"HOME": str(self._workdir), "TMPDIR": str(self._workdir)}
+        stdio = self.manifest.protocol == "stdio"
+        token = None
+        if not stdio:
+            if self._hub is None:
+                raise BotStartError(f"bot {self.name}: a zmq bot needs a ZeroMQ hub")
+            token = self._hub.new_token()
+            env.update(self._hub.env(token))
+        self.stderr_log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.process = BotProcess.start(
+                self.manifest.argv(), cwd=self.manifest.folder, env=env, limits=self._limits,
+                stderr_log=self.stderr_log, pipes=stdio)
+        except BotStartError as exc:
+            raise BotStartError(f"bot {self.name}: {exc}") from None
+        self.starts += 1
+        if stdio:
+            self.channel = StdioChannel(self.process, name=self.name)
+        else:
+            assert self._hub is not None and token is not None
+            self.channel = self._hub.channel(token, self.process, name=self.name)
+        hello = self.receive(self._start_timeout_s)
+        if hello is None:
+            raise BotStartError(f"bot {self.name}: no hello within {self._start_timeout_s:g} s of start")
+        if hello["type"] != "hello":
+            raise ProtocolViolationError(f"bot {self.name}: the first message must be hello, "
+                                         f"got {hello['type']}")
+        if hello["protocol"] != PROTOCOL_VERSION:
+            raise ProtocolViolationError(f"bot {self.name}: speaks protocol {hello['protocol']}, "
+                                         f"the referee speaks {PROTOCOL_VERSION}")
+        self.hello = hello
+        self.send({"type": "welcome", "protocol": PROTOCOL_VERSION,
+                   "referee": f"patchwork-arena {__version__}"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.channel is not None
+        text = encode(message)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s << %s", self.name, text[:500])
+        self.channel.send(text)
+
+    def send_text(self, text: str) -> None:
+        """Send an already encoded message (the referee encodes once, measures the cost)."""
+        assert self.channel is not None
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s << %s", self.name, text[:500])
+        self.channel.send(text)
+
+    def receive(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next message, decoded and schema-checked, or None on timeout."""
+        assert self.channel is not None
+        text = self.channel.recv(max(timeout_s, 0.0))
+        if text is None:
+            return None
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s >> %s", self.name, text[:500])
+        t0 = time.perf_counter_ns()
+        try:
+            return decode(text, sender="bot")
+        finally:
+            self.last_decode_ns = time.perf_counter_ns() - t0
+
+    def kill(self) -> None:
+        """Kill the whole process tree now (idempotent); the next start is a fresh process."""
+        if self.channel is not None:
+            try:
+                self.channel.close()
+            finally:
+                self.channel = None
+        if self.process is not None:
+            self.process.kill_tree()
+            self.process = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        self.hello = {}
+
+    def close(self) -> None:
+        """Ask politely (shutdown), give it a moment, then kill everything that is left."""
+        if self.is_running() and self.channel is not None:
+            try:
+                self.send({"type": "shutdown"})
+                deadline = time.monotonic() + 0.5
+                while self.is_running() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            except Exception:  # noqa: BLE001 - a dying bot must not stop the cleanup
+                pass
+        self.kill()
+
+    def __enter__(self) -> BotHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:64] or "bot"

@@ -1,0 +1,76 @@
+"""The conformance check a bot author runs before submitting (`arena check-bot`)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arena.channel.manifest import Manifest
+from arena.errors import ArenaError
+from arena.match import BotPool, sample_bots_dir
+from arena.referee import TimeControl
+
+SLOW_START_S = 2.0
+
+
+@dataclass
+class ConformanceReport:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
+                    per_move_ms: int = 1000, bank_ms: int = 10_000,
+                    first_move_ms: int = 5000) -> ConformanceReport:
+    """Build the bot, time its handshake, play ``games`` games against random in both seats."""
+    report = ConformanceReport()
+    try:
+        manifest = Manifest.load(bot)
+    except ArenaError as exc:
+        report.problems.append(str(exc))
+        return report
+    report.lines.append(f"manifest: name {manifest.name!r}, protocol {manifest.protocol}, "
+                        f"command {' '.join(manifest.command)!r}")
+    opponent = Manifest.load(sample_bots_dir() / "random")
+    tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
+    with tempfile.TemporaryDirectory(prefix="arena-check-") as tmp:
+        logs = log_dir or Path(tmp)
+        with BotPool([manifest, opponent], logs) as pool:
+            if 0 in pool.build_errors:
+                report.problems.append(pool.build_errors[0])
+                return report
+            if manifest.build:
+                report.lines.append("build: ok")
+            try:
+                seconds = pool.start_time(0)
+            except ArenaError as exc:
+                report.problems.append(f"start: {exc}")
+                return report
+            hello = pool.handles[0].hello
+            report.lines.append(f"handshake: ok in {seconds * 1000:.0f} ms (hello: name "
+                                f"{hello['name']!r}, version {hello['version']!r}, legal_moves "
+                                f"{pool.handles[0].wants_legal_moves})")
+            if seconds > SLOW_START_S:
+                report.problems.append(f"slow start: the hello came after {seconds:.1f} s "
+                                       f"(keep it under {SLOW_START_S:g} s)")
+            slowest = 0.0
+            for game in range(games):
+                seats = (0, 1) if game % 2 == 0 else (1, 0)
+                result = pool.play(*seats, seed=game // 2, time_control=tc,
+                                   game_id=f"check-{game + 1}")
+                mine = [m for m in result.record["moves"] if seats[m["player"]] == 0]
+                slowest = max([slowest] + [m["time_ms"] for m in mine])
+                outcome = "won" if seats[result.winner] == 0 else "lost"
+                report.lines.append(f"game {game + 1} (seat {seats.index(0)}): {outcome} "
+                                    f"{result.scores[seats.index(0)]} : "
+                                    f"{result.scores[1 - seats.index(0)]}, "
+                                    f"{len(mine)} moves, {result.termination.value}")
+                if result.loser is not None and seats[result.loser] == 0:
+                    report.problems.append(f"game {game + 1}: {result.termination.value}: "
+                                           f"{result.detail}")
+            report.lines.append(f"slowest move: {slowest:.0f} ms (per-move limit {per_move_ms} ms)")
+            if slowest > per_move_ms:
+                report.problems.append(f"a move took {slowest:.0f} ms, over the {per_move_ms} ms "
+                                       "per-move limit (it drew on the bank)")
+    return report

@@ -1,0 +1,96 @@
+"""Running games between bot folders: build, start once, reuse across games, clean up.
+
+:class:`BotPool` is what `arena play`, `arena check-bot` and every tournament worker
+use: it owns one ZeroMQ hub and one :class:`BotHandle` per entrant, and plays games
+through the referee.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from arena.channel.bot import BotHandle
+from arena.channel.manifest import Manifest, build
+from arena.channel.process import ResourceLimits
+from arena.channel.transport import ZmqHub
+from arena.errors import ArenaError, BotStartError
+from arena.referee import GameResult, MoveCallback, TimeControl, play_game
+
+
+def sample_bots_dir() -> Path:
+    """The sample bots that ship with the harness (the repository's sample_bots/)."""
+    return Path(__file__).resolve().parents[1] / "sample_bots"
+
+
+def unique_labels(names: list[str]) -> list[str]:
+    """Make display names unique: a second 'random' becomes 'random-2'."""
+    seen: dict[str, int] = {}
+    labels = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return labels
+
+
+class BotPool:
+    """Entrants by index: each gets its own process, started on first use and reused.
+
+    A bot whose build fails is kept in the pool as broken: each of its games is
+    recorded as a start failure, so the rest of a match or tournament carries on.
+    """
+
+    def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
+                 limits: ResourceLimits | None = None, do_build: bool = True) -> None:
+        self.log_dir = log_dir
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.hub = ZmqHub()
+        self.labels = labels or unique_labels([m.name for m in manifests])
+        self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label)
+                        for m, label in zip(manifests, self.labels, strict=True)]
+        self.build_errors: dict[int, str] = {}
+        if do_build:
+            built: dict[Path, str | None] = {}
+            for index, manifest in enumerate(manifests):
+                if manifest.folder not in built:
+                    try:
+                        build(manifest, log_dir / f"{self.labels[index]}.build.log")
+                        built[manifest.folder] = None
+                    except ArenaError as exc:
+                        built[manifest.folder] = str(exc)
+                error = built[manifest.folder]
+                if error is not None:
+                    self.build_errors[index] = error
+                    self.handles[index].broken = error
+
+    def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
+             first_player: int = 0, time_control: TimeControl = TimeControl(),
+             game_id: str = "game", on_move: MoveCallback | None = None) -> GameResult:
+        bots = (self.handles[seat0], self.handles[seat1])
+        return play_game(bots, seed=seed, edition=edition, first_player=first_player,
+                         time_control=time_control, game_id=game_id, on_move=on_move)
+
+    def start_time(self, index: int) -> float:
+        """Start entrant ``index`` (if needed) and return how long the handshake took."""
+        handle = self.handles[index]
+        started = time.monotonic()
+        handle.ensure_started()
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.close()
+        self.hub.close()
+
+    def __enter__(self) -> BotPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def load_manifests(paths: list[Path]) -> list[Manifest]:
+    return [Manifest.load(path) for path in paths]
+
+
+__all__ = ["BotPool", "BotStartError", "load_manifests", "sample_bots_dir", "unique_labels"]

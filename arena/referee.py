@@ -1,0 +1,276 @@
+"""The referee: plays one game between two bots and turns every bot failure into an outcome.
+
+It owns the only authoritative game state and both clocks (monotonic). A bot that
+times out, crashes, sends garbage, breaks the schema, plays an illegal move, sends
+an oversize message or breaks the protocol loses the game with a recorded reason,
+its process tree is killed (it is restarted for its next game), and the opponent wins.
+Nothing a bot does can make :func:`play_game` hang or raise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from arena.channel.bot import BotHandle
+from arena.engine import GameState, Move, Termination
+from arena.errors import (
+    ArenaError,
+    BotStartError,
+    BotTerminatedError,
+    BotTimeoutError,
+    IllegalMoveError,
+    MalformedMessageError,
+    OversizeMessageError,
+    ProtocolError,
+    ProtocolViolationError,
+    SchemaViolationError,
+)
+from arena.protocol.codec import encode
+from arena.records import make_record, utc_now
+
+log = logging.getLogger("arena.referee")
+
+
+@dataclass(frozen=True)
+class TimeControl:
+    """Per-move limit, a bank a bot may draw on when it overruns, and a larger first move.
+
+    A bot's allowance for one move is its per-move limit (``first_move_ms`` for its
+    first move of a game) plus what is left of its bank; time beyond the per-move
+    limit is taken from the bank.
+    """
+
+    per_move_ms: int = 1000
+    bank_ms: int = 10_000
+    first_move_ms: int = 5000
+
+    def to_json(self) -> dict[str, int]:
+        return {"per_move_ms": self.per_move_ms, "bank_ms": self.bank_ms,
+                "first_move_ms": self.first_move_ms}
+
+
+_REASONS: list[tuple[type[Exception], Termination]] = [
+    (BotTimeoutError, Termination.TIMEOUT),
+    (BotTerminatedError, Termination.CRASH),
+    (BotStartError, Termination.START_FAILURE),
+    (MalformedMessageError, Termination.MALFORMED),
+    (SchemaViolationError, Termination.SCHEMA),
+    (OversizeMessageError, Termination.OVERSIZE),
+    (IllegalMoveError, Termination.ILLEGAL_MOVE),
+    (ProtocolError, Termination.PROTOCOL),
+]
+
+
+def termination_for(error: Exception) -> Termination:
+    for kind, termination in _REASONS:
+        if isinstance(error, kind):
+            return termination
+    return Termination.PROTOCOL
+
+
+@dataclass
+class GameResult:
+    """What :func:`play_game` returns: the record plus figures that are not part of it."""
+
+    record: dict[str, Any]
+    termination: Termination
+    winner: int
+    loser: int | None
+    detail: str
+    overhead_ns: list[int] = field(default_factory=list)
+    duration_s: float = 0.0
+    stale_replies: int = 0
+
+    @property
+    def scores(self) -> tuple[int, int]:
+        s = self.record["result"]["scores"]
+        return (s[0], s[1])
+
+
+MoveCallback = Callable[[GameState, dict[str, Any]], None]
+
+
+class _Forfeit(Exception):
+    def __init__(self, seat: int, error: Exception) -> None:
+        super().__init__(str(error))
+        self.seat = seat
+        self.error = error
+
+
+def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "revised",
+              first_player: int = 0, time_control: TimeControl = TimeControl(),
+              game_id: str = "game", on_move: MoveCallback | None = None,
+              clock: Callable[[], float] = time.monotonic) -> GameResult:
+    """Play one game; ``bots[i]`` sits in seat i. Never raises because of a bot."""
+    started_at = utc_now()
+    wall_start = time.perf_counter()
+    state = GameState.new(seed, edition, first_player)
+    initial = state.clone()
+    players = (bots[0].name, bots[1].name)
+    moves: list[dict[str, Any]] = []
+    banks_ms = [float(time_control.bank_ms)] * 2
+    moved = [False, False]
+    overhead: list[int] = []
+    stale = 0
+    termination, loser, detail = Termination.NORMAL, None, ""
+    try:
+        for seat in (0, 1):
+            _start(bots[seat], seat)
+        for seat in (0, 1):
+            _send(bots[seat], seat, {
+                "type": "new_game", "game_id": game_id, "seat": seat, "ruleset": "patchwork",
+                "edition": state.ruleset.edition, "time_control": time_control.to_json(),
+                "players": list(players), "components": _components(state)})
+        seq = decode_ns = 0
+        t_ready = time.perf_counter_ns()
+        while (mover := state.to_move()) is not None:
+            seq += 1
+            bot = bots[mover]
+            request: dict[str, Any] = {
+                "type": "move_request", "seq": seq, "game_id": game_id, "state": state.to_json(),
+                # per_move_ms is the limit of that seat's next move (larger for its first)
+                "clocks": [{"bank_ms": int(banks_ms[s]), "per_move_ms": time_control.per_move_ms
+                            if moved[s] else time_control.first_move_ms} for s in (0, 1)]}
+            if bot.wants_legal_moves:
+                cols = state.ruleset.cols
+                request["legal_moves"] = [m.to_json(cols) for m in state.legal_moves()]
+            limit_ms = time_control.per_move_ms if moved[mover] else time_control.first_move_ms
+            text = encode(request)
+            sent = clock()
+            _send_text(bot, mover, text)
+            overhead.append(time.perf_counter_ns() - t_ready + decode_ns)
+            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms + banks_ms[mover], clock)
+            t_ready = time.perf_counter_ns()
+            decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
+            stale += stale_now
+            used_ms = (clock() - sent) * 1000.0
+            moved[mover] = True
+            banks_ms[mover] -= max(0.0, used_ms - limit_ms)
+            if banks_ms[mover] < 0:  # the reply arrived just past the deadline
+                raise _Forfeit(mover, BotTimeoutError(
+                    f"{bot.name} took {used_ms:.0f} ms, more than its {limit_ms} ms limit plus "
+                    f"bank (overrun {-banks_ms[mover]:.0f} ms)"))
+            try:
+                move = Move.from_json(reply["move"], state.ruleset.rows, state.ruleset.cols)
+                state.apply(move)
+            except IllegalMoveError as exc:
+                raise _Forfeit(mover, IllegalMoveError(
+                    f"{bot.name} played an illegal move {_short(reply['move'])}: {exc}")) from None
+            entry: dict[str, Any] = {"player": mover, **move.to_json(state.ruleset.cols),
+                                     "time_ms": round(used_ms, 3)}
+            if reply.get("info"):
+                entry["info"] = reply["info"]
+            moves.append(entry)
+            if on_move is not None:
+                on_move(state, entry)
+    except _Forfeit as forfeit:
+        loser = forfeit.seat
+        termination = termination_for(forfeit.error)
+        detail = str(forfeit.error)
+        log.info("game %s: %s loses: %s (%s)", game_id, players[loser], termination.value, detail)
+        bots[loser].kill()
+    except KeyboardInterrupt:
+        for bot in bots:
+            bot.kill()
+        raise
+    if loser is None:
+        winner = state.winner()
+        assert winner is not None
+    else:
+        winner = 1 - loser
+    result: dict[str, Any] = {"scores": list(state.scores()), "winner": winner,
+                              "reason": termination.value}
+    if loser is not None:
+        result["loser"] = loser
+        result["detail"] = detail
+    for seat in (0, 1):
+        if seat != loser and bots[seat].is_running():
+            try:
+                _send(bots[seat], seat, {"type": "game_over", "game_id": game_id, "result": {
+                    **result, "loser": loser, "detail": detail}})
+            except _Forfeit as late:  # the game is decided; a bot dying now is only logged
+                log.info("game %s: %s failed after the game: %s", game_id, players[seat], late)
+                bots[seat].kill()
+    record = make_record(initial, players, moves, result, game_id=game_id,
+                         time_control=time_control.to_json(), started_at=started_at,
+                         finished_at=utc_now())
+    return GameResult(record, termination, winner, loser, detail, overhead,
+                      time.perf_counter() - wall_start, stale)
+
+
+def _start(bot: BotHandle, seat: int) -> None:
+    try:
+        bot.ensure_started()
+    except ArenaError as exc:
+        raise _Forfeit(seat, exc) from None
+
+
+def _send(bot: BotHandle, seat: int, message: dict[str, Any]) -> None:
+    _send_text(bot, seat, encode(message))
+
+
+def _send_text(bot: BotHandle, seat: int, text: str) -> None:
+    try:
+        bot.send_text(text)
+    except ArenaError as exc:
+        raise _Forfeit(seat, exc) from None
+
+
+def _await_move(bot: BotHandle, seat: int, seq: int, sent: float, allowance_ms: float,
+                clock: Callable[[], float]) -> tuple[dict[str, Any], int]:
+    """Wait for the move answering ``seq``; stale replies are dropped and counted."""
+    deadline = sent + allowance_ms / 1000.0
+    stale = 0
+    while True:
+        remaining = deadline - clock()
+        if remaining <= 0:
+            raise _Forfeit(seat, BotTimeoutError(
+                f"{bot.name} did not answer within {allowance_ms:.0f} ms (per-move limit plus "
+                f"bank; overrun {(clock() - deadline) * 1000:.0f} ms when the referee gave up)"))
+        try:
+            message = bot.receive(remaining)
+        except ArenaError as exc:
+            raise _Forfeit(seat, exc) from None
+        if message is None:
+            continue
+        kind = message["type"]
+        if kind == "move":
+            if message["seq"] == seq:
+                return message, stale
+            if message["seq"] < seq:
+                stale += 1
+                log.info("%s: dropped a stale reply to request %d (current %d)",
+                         bot.name, message["seq"], seq)
+                continue
+            raise _Forfeit(seat, ProtocolViolationError(
+                f"{bot.name} answered request {message['seq']}, which was never sent "
+                f"(current request {seq})"))
+        if kind == "error":
+            raise _Forfeit(seat, ProtocolViolationError(
+                f"{bot.name} gave up: {message.get('message', '')[:200]}"))
+        raise _Forfeit(seat, ProtocolViolationError(
+            f"{bot.name} sent {kind!r} while a move was expected"))
+
+
+def _components(state: GameState) -> dict[str, Any]:
+    """The component table for the new_game message: the package data, edition resolved."""
+    data = dict(state.ruleset.components)
+    board = dict(data["time_board"])
+    board["special_patch_spaces"] = list(state.ruleset.special_spaces)
+    data["time_board"] = board
+    data["edition"] = state.ruleset.edition
+    return data
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    import json
+
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
