@@ -1,0 +1,88 @@
+"""The schedule: every game of a tournament, in a fixed order, from the config alone (pure).
+
+A *pairing* is two entrants: in a round robin every unordered pair of names (sorted),
+in a gauntlet each challenger (in config order) against every entrant that is not a
+challenger (sorted; challengers do not play each other). Each pairing plays
+``games // 2`` *pairs*: two games on the same seed (the same patch circle) with the
+seats swapped, seat 0 moving first, so neither bot gains from the draw of the circle
+or from moving first.
+
+The seed of pair ``k`` of a pairing is a hash of (tournament seed, the two names, k):
+different pairings see different circles, and a rerun (or a resumed run) sees the same
+ones. Pairings are interleaved (pair 0 of every pairing, then pair 1, ...) so that a
+tournament stopped early still has balanced results. Games ``2p`` and ``2p + 1`` of the
+schedule are the two games of global pair ``p``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from arena.tournament.config import TournamentConfig
+
+SEED_BITS = 31
+"""Game seeds are below 2**31 so that any bot can hold them in a 32-bit signed integer."""
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """One scheduled game. ``index`` is its position in the schedule (from 0), ``pair`` the
+    global number of its seat-swapped pair (``index // 2``), ``seat0`` moves first."""
+
+    index: int
+    game_id: str
+    seat0: str
+    seat1: str
+    seed: int
+    pair: int
+
+
+def pairings(config: TournamentConfig) -> list[tuple[str, str]]:
+    """The pairings in schedule order; the first name sits in seat 0 in the first game of a pair."""
+    if config.format == "gauntlet":
+        others = sorted(n for n in config.names if n not in config.challengers)
+        return [(c, o) for c in config.challengers for o in others]
+    return list(itertools.combinations(sorted(config.names), 2))
+
+
+def pair_seed(base: int, pairing: tuple[str, str], k: int) -> int:
+    """The seed of pair ``k`` of ``pairing`` (deterministic across runs and platforms)."""
+    text = "\x1f".join((str(base), pairing[0], pairing[1], str(k)))
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % (1 << SEED_BITS)
+
+
+def schedule(config: TournamentConfig, completed: Collection[str] = ()) -> list[GameSpec]:
+    """Every game of the tournament in play order (see the module docstring).
+
+    Games whose ids are in ``completed`` (e.g. ``ResultStore.completed_ids()``) are left
+    out, so a resumed run plays exactly the rest; indexes and ids do not change.
+    """
+    plan = pairings(config)
+    total = len(plan) * config.games
+    width = max(4, len(str(max(total - 1, 0))))
+    specs: list[GameSpec] = []
+    for k in range(config.games // 2):
+        for pairing in plan:
+            seed = pair_seed(config.seed, pairing, k)
+            pair = len(specs) // 2
+            for seat0, seat1 in (pairing, pairing[::-1]):
+                index = len(specs)
+                game_id = f"{index:0{width}d}-{_slug(seat0)}-vs-{_slug(seat1)}-p{pair}"
+                specs.append(GameSpec(index, game_id, seat0, seat1, seed, pair))
+    if completed:
+        done = set(completed)
+        return [spec for spec in specs if spec.game_id not in done]
+    return specs
+
+
+def _slug(name: str) -> str:
+    """A name made safe for ids and file names (the index keeps ids unique anyway)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
+
+
+__all__ = ["SEED_BITS", "GameSpec", "pair_seed", "pairings", "schedule"]

@@ -1,0 +1,476 @@
+"""A results folder: ``tournament.db`` (SQLite, the truth) and ``games.jsonl`` (a copy).
+
+```
+results/<name>/
+  tournament.db     tables tournament (key/value: config, created_at), entrants,
+                    games (one row per game, with its record JSON), moves (one row per move)
+  games.jsonl       every game record, one per line (completion order; idx order after a repair)
+  tournament.lock   held by the one process that writes
+```
+
+A game and all its moves are written in one transaction, then its record is appended
+to ``games.jsonl``. A run killed between the two leaves the file short (or with a
+partial last line); the next writer that opens the folder rewrites the file from the
+database, so the two always hold the same games.
+
+The database is in WAL mode: readers (``arena ratings`` during a run) never block the
+writer and always see whole games. ``synchronous=NORMAL`` is enough with WAL: a
+killed process loses nothing committed and the file can never be corrupted; only a
+power cut or OS crash may lose the last few commits, which a resumed run replays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arena.errors import ArenaError, ConfigError, RecordError
+from arena.records import utc_now
+from arena.tournament.config import RESULT_KEYS, TournamentConfig
+from arena.tournament.schedule import GameSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+DB_NAME = "tournament.db"
+JSONL_NAME = "games.jsonl"
+LOCK_NAME = "tournament.lock"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 10.0
+TABLES = ("tournament", "entrants", "games", "moves")
+
+_SCHEMA = """
+CREATE TABLE tournament (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE entrants (
+    name TEXT PRIMARY KEY,
+    folder TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE games (
+    game_id TEXT PRIMARY KEY,
+    idx INTEGER NOT NULL UNIQUE,            -- position in the schedule
+    pair INTEGER NOT NULL,                  -- global number of the seat-swapped pair
+    seed INTEGER NOT NULL,
+    seat0 TEXT NOT NULL,
+    seat1 TEXT NOT NULL,
+    score0 INTEGER NOT NULL,
+    score1 INTEGER NOT NULL,
+    winner INTEGER NOT NULL CHECK (winner IN (0, 1)),
+    winner_name TEXT NOT NULL,
+    loser INTEGER CHECK (loser IN (0, 1)),  -- the seat that forfeited; NULL when reason = 'normal'
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    moves INTEGER NOT NULL,
+    duration_s REAL NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    record TEXT NOT NULL
+);
+CREATE TABLE moves (
+    game_id TEXT NOT NULL REFERENCES games (game_id),
+    ply INTEGER NOT NULL,                   -- 0 for the first move of the game
+    player INTEGER NOT NULL CHECK (player IN (0, 1)),
+    action TEXT NOT NULL,
+    patch INTEGER,
+    cells TEXT,                             -- JSON [[row, col], ...]
+    time_ms REAL,
+    PRIMARY KEY (game_id, ply)
+) WITHOUT ROWID;
+"""
+
+_GAME_COLUMNS = ("idx", "game_id", "pair", "seed", "seat0", "seat1", "score0", "score1", "winner",
+                 "winner_name", "loser", "reason", "detail", "moves", "duration_s", "started_at",
+                 "finished_at")
+_GAME_TYPES = {"idx": "int64", "pair": "int64", "seed": "int64", "score0": "int64", "score1": "int64",
+               "winner": "int64", "loser": "Int64", "moves": "int64", "duration_s": "float64"}
+_MOVE_TYPES = {"idx": "int64", "ply": "int64", "player": "int64", "patch": "Int64", "time_ms": "float64"}
+
+
+class ResultStore:
+    """One results folder. Writers hold a lock; readers may open it at any time.
+
+    ``ResultStore(folder, create=True)`` makes the folder and database if needed (a new
+    run or a resume); ``ResultStore(folder)`` opens an existing one for writing;
+    ``ResultStore(folder, readonly=True)`` reads while another process writes. Anything
+    that is not a results folder raises ConfigError. Use it as a context manager (or
+    call :meth:`close`). Methods are safe to call from several threads.
+    """
+
+    def __init__(self, folder: Path, *, create: bool = False, readonly: bool = False) -> None:
+        if create and readonly:
+            raise ValueError("a store cannot be both created and read-only")
+        self.folder = Path(folder)
+        self.db_path = self.folder / DB_NAME
+        self.jsonl_path = self.folder / JSONL_NAME
+        self.readonly = readonly
+        self._mutex = threading.Lock()
+        self._lock_file: Any = None
+        self._conn = self._open(create)
+        if not readonly:
+            try:
+                self.repair_jsonl()
+            except BaseException:
+                self.close()
+                raise
+
+    # ------------------------------------------------------------------ opening
+    def _open(self, create: bool) -> sqlite3.Connection:
+        folder, db = self.folder, self.db_path
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"{folder}: not a results folder (it is a file)")
+        if not db.is_file():
+            if not create:
+                what = "no such folder" if not folder.exists() else f"no {DB_NAME}"
+                raise ConfigError(f"{folder}: not a results folder ({what})")
+            if self.jsonl_path.is_file() and self.jsonl_path.stat().st_size:
+                raise ConfigError(f"{folder}: holds a {JSONL_NAME} but no {DB_NAME}, so it is not a results "
+                                  "folder this version can resume; use another --out")
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"{folder}: cannot create the results folder: {exc.strerror}") from None
+        if not self.readonly:
+            self._take_lock()
+        try:
+            if self.readonly:
+                conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+                                       isolation_level=None, check_same_thread=False)
+            else:
+                conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                       check_same_thread=False)
+        except sqlite3.Error as exc:
+            self._release_lock()
+            raise ConfigError(f"{db}: cannot open the tournament database: {exc}") from None
+        try:
+            self._prepare(conn, create)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            self._release_lock()
+            raise ConfigError(f"{db}: not a tournament database (corrupt, or another kind of file: "
+                              f"{exc})") from None
+        except BaseException:
+            conn.close()
+            self._release_lock()
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection, create: bool) -> None:
+        if self.readonly:
+            conn.execute("PRAGMA query_only = ON")
+        else:
+            conn.execute("PRAGMA journal_mode = WAL")  # persistent; also checks the file is SQLite
+            conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL, see the module docstring
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version == 0 and not tables and create:
+            conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+            return
+        if version != SCHEMA_VERSION or not set(TABLES) <= tables:
+            if version > SCHEMA_VERSION:
+                why = f"schema version {version} is newer than this program's ({SCHEMA_VERSION})"
+            else:
+                why = "it lacks the tournament tables"
+            raise ConfigError(f"{self.db_path}: not a tournament database ({why})")
+
+    def _take_lock(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no guard against two writers
+            return
+        path = self.folder / LOCK_NAME
+        handle = path.open("a")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise ConfigError(f"{self.folder}: another process is writing to this results folder "
+                              f"({path} is locked); wait for it or use another --out") from None
+        self._lock_file = handle
+
+    def _release_lock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()  # closing the file releases the flock
+            self._lock_file = None
+
+    def close(self) -> None:
+        with self._mutex:
+            if getattr(self, "_conn", None) is not None:
+                self._conn.close()
+            self._release_lock()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ config
+    def stored_config(self) -> dict[str, Any] | None:
+        """The config JSON stored by :meth:`save_config`, or None."""
+        rows = self._query("SELECT value FROM tournament WHERE key = 'config'")
+        return json.loads(rows[0][0]) if rows else None
+
+    def check_config(self, config: TournamentConfig) -> None:
+        """Raise ConfigError if the stored config differs from ``config`` in anything that
+        changes results (entrants, format, challengers, games, seed, edition, time control).
+        Name, concurrency and out may differ. Nothing stored yet: no-op."""
+        stored = self.stored_config()
+        if stored is None:
+            return
+        old = TournamentConfig.from_json(stored).result_json()
+        new = config.result_json()
+        differ = [key for key in RESULT_KEYS if old[key] != new[key]]
+        if differ:
+            changes = "; ".join(f"{key}: stored {_brief(key, old[key])}, now {_brief(key, new[key])}"
+                                for key in differ)
+            raise ConfigError(
+                f"{self.folder} holds games of a different tournament ({', '.join(differ)} differ: "
+                f"{changes}). Resuming would mix incompatible games: use another --out, or the stored "
+                "settings to resume (only concurrency may change)")
+
+    def save_config(self, config: TournamentConfig) -> None:
+        """Check ``config`` against the stored one (see :meth:`check_config`), then store it
+        if none is stored yet, and record the entrants."""
+        self._writable()
+        self.check_config(config)
+        with self._mutex:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("INSERT OR IGNORE INTO tournament (key, value) VALUES ('config', ?)",
+                                 (json.dumps(config.to_json()),))
+                    conn.execute("INSERT OR IGNORE INTO tournament (key, value) VALUES ('created_at', ?)",
+                                 (utc_now(),))
+                    conn.executemany(
+                        "INSERT INTO entrants (name, folder, description) VALUES (?, ?, ?) "
+                        "ON CONFLICT (name) DO UPDATE SET folder = excluded.folder, "
+                        "description = excluded.description",
+                        [(e.name, str(e.folder), e.description) for e in config.entrants])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+            except sqlite3.Error as exc:
+                raise ArenaError(f"{self.db_path}: cannot store the config: {exc}") from None
+
+    # ------------------------------------------------------------------ games
+    def store_game(self, spec: GameSpec, record: dict[str, Any], duration_s: float) -> None:
+        """Store one finished game: the game row and all its moves in one transaction, then
+        its record as one line of games.jsonl. Raises RecordError if the record does not
+        match ``spec`` or the game is already stored."""
+        self._writable()
+        record = _with_game_id(spec, record)
+        game_row, move_rows = _rows(spec, record, duration_s)
+        text = game_row[-1]
+        with self._mutex:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    clash = conn.execute("SELECT game_id, idx FROM games WHERE game_id = ? OR idx = ?",
+                                         (spec.game_id, spec.index)).fetchone()
+                    if clash is not None:
+                        raise RecordError(f"game {spec.game_id} (index {spec.index}) is already stored as "
+                                          f"{clash[0]} (index {clash[1]})")
+                    conn.execute(f"INSERT INTO games ({', '.join(_GAME_COLUMNS)}, record) "
+                                 f"VALUES ({', '.join('?' * (len(_GAME_COLUMNS) + 1))})", game_row)
+                    conn.executemany("INSERT INTO moves (game_id, ply, player, action, patch, cells, "
+                                     "time_ms) VALUES (?, ?, ?, ?, ?, ?, ?)", move_rows)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._rollback()
+                    raise
+            except sqlite3.Error as exc:
+                raise ArenaError(f"{self.db_path}: cannot store game {spec.game_id}: {exc}") from None
+            _append_line(self.jsonl_path, text)
+
+    def completed_ids(self) -> set[str]:
+        """The ids of the stored games (the ones a resumed run skips)."""
+        return {row[0] for row in self._query("SELECT game_id FROM games")}
+
+    def game_count(self) -> int:
+        return int(self._query("SELECT count(*) FROM games")[0][0])
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The stored game records in schedule (idx) order."""
+        for (text,) in self._query("SELECT record FROM games ORDER BY idx"):
+            yield json.loads(text)
+
+    def games_frame(self) -> pd.DataFrame:
+        """One row per stored game, ordered by idx (record JSON left out): idx, game_id, pair,
+        seed, seat0, seat1, score0, score1, winner, winner_name, loser (nullable), reason,
+        detail, moves, duration_s, started_at, finished_at."""
+        return self._frame(f"SELECT {', '.join(_GAME_COLUMNS)} FROM games ORDER BY idx", _GAME_TYPES)
+
+    def moves_frame(self) -> pd.DataFrame:
+        """One row per move, ordered by game idx then ply: idx, game_id, ply, player, name (the
+        mover), action, patch (nullable), cells (JSON text), time_ms."""
+        return self._frame(
+            "SELECT g.idx, m.game_id, m.ply, m.player, "
+            "CASE m.player WHEN 0 THEN g.seat0 ELSE g.seat1 END AS name, "
+            "m.action, m.patch, m.cells, m.time_ms "
+            "FROM moves m JOIN games g ON g.game_id = m.game_id ORDER BY g.idx, m.ply", _MOVE_TYPES)
+
+    def entrants_frame(self) -> pd.DataFrame:
+        """The entrants: name, folder, description (sorted by name)."""
+        return self._frame("SELECT name, folder, description FROM entrants ORDER BY name", {})
+
+    # ------------------------------------------------------------------ games.jsonl
+    def repair_jsonl(self) -> bool:
+        """Make games.jsonl hold exactly the stored games; True if it had to be rewritten
+        (then in idx order). Done when a writer opens the folder."""
+        self._writable()
+        with self._mutex:
+            stored = [row[0] for row in self._conn.execute("SELECT game_id FROM games ORDER BY idx")]
+            listed = _jsonl_ids(self.jsonl_path)
+            if listed is not None and len(listed) == len(set(listed)) and set(listed) == set(stored):
+                return False
+            if listed is None and not stored and not self.jsonl_path.exists():
+                self.jsonl_path.touch()
+                return False
+            tmp = self.jsonl_path.with_name(JSONL_NAME + ".tmp")
+            with tmp.open("w", encoding="utf-8") as handle:
+                for (text,) in self._conn.execute("SELECT record FROM games ORDER BY idx"):
+                    handle.write(text + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.jsonl_path)
+            return True
+
+    # ------------------------------------------------------------------ helpers
+    def _writable(self) -> None:
+        if self.readonly:
+            raise ConfigError(f"{self.folder}: opened read-only")
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def _query(self, sql: str) -> list[Any]:
+        with self._mutex:
+            try:
+                return self._conn.execute(sql).fetchall()
+            except sqlite3.Error as exc:
+                raise ArenaError(f"{self.db_path}: cannot read: {exc}") from None
+
+    def _frame(self, sql: str, types: dict[str, str]) -> pd.DataFrame:
+        import pandas as pd
+
+        with self._mutex:
+            try:
+                frame = pd.read_sql_query(sql, self._conn)
+            except (sqlite3.Error, pd.errors.DatabaseError) as exc:
+                raise ArenaError(f"{self.db_path}: cannot read: {exc}") from None
+        return frame.astype(types)
+
+
+def _with_game_id(spec: GameSpec, record: dict[str, Any]) -> dict[str, Any]:
+    """The record with ``game_id`` set (placed before the moves if it was missing)."""
+    if not isinstance(record, dict):
+        raise RecordError(f"game {spec.game_id}: a record must be a JSON object")
+    if "game_id" in record:
+        if record["game_id"] != spec.game_id:
+            raise RecordError(f"game {spec.game_id}: the record says game_id {record['game_id']!r}")
+        return record
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if key == "moves":
+            out["game_id"] = spec.game_id
+        out[key] = value
+    out.setdefault("game_id", spec.game_id)
+    return out
+
+
+def _rows(spec: GameSpec, record: dict[str, Any],
+          duration_s: float) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+    """The games row (record JSON last) and the moves rows; RecordError if the record is not
+    of the shape of arena.records.make_record or does not match the spec."""
+    def bad(why: str) -> RecordError:
+        return RecordError(f"game {spec.game_id}: {why}")
+
+    if record.get("players") != [spec.seat0, spec.seat1]:
+        raise bad(f"the record's players {record.get('players')!r} are not [{spec.seat0!r}, {spec.seat1!r}]")
+    if record.get("seed") != spec.seed:
+        raise bad(f"the record's seed {record.get('seed')!r} is not the scheduled {spec.seed}")
+    result = record.get("result")
+    if not isinstance(result, dict):
+        raise bad("result must be a JSON object")
+    scores, winner, loser = result.get("scores"), result.get("winner"), result.get("loser")
+    if not (isinstance(scores, list) and len(scores) == 2 and all(type(s) is int for s in scores)):
+        raise bad(f"result.scores must be two integers, got {scores!r}")
+    if winner not in (0, 1) or isinstance(winner, bool):
+        raise bad(f"result.winner must be 0 or 1, got {winner!r}")
+    if loser not in (None, 0, 1) or isinstance(loser, bool):
+        raise bad(f"result.loser must be 0, 1 or absent, got {loser!r}")
+    reason = result.get("reason")
+    if not isinstance(reason, str):
+        raise bad(f"result.reason must be a string, got {reason!r}")
+    moves = record.get("moves")
+    if not isinstance(moves, list):
+        raise bad("moves must be a list")
+    move_rows = []
+    for ply, entry in enumerate(moves):
+        if not (isinstance(entry, dict) and entry.get("player") in (0, 1)
+                and isinstance(entry.get("action"), str)):
+            raise bad(f"move {ply + 1} is not a move object with player and action: {entry!r}"[:300])
+        cells = json.dumps(entry["cells"]) if "cells" in entry else None
+        move_rows.append((spec.game_id, ply, entry["player"], entry["action"], entry.get("patch"), cells,
+                          entry.get("time_ms")))
+    try:
+        text = json.dumps(record, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise bad(f"the record is not JSON: {exc}") from None
+    names = (spec.seat0, spec.seat1)
+    game_row = (spec.index, spec.game_id, spec.pair, spec.seed, spec.seat0, spec.seat1, scores[0], scores[1],
+                winner, names[winner], loser, reason, str(result.get("detail") or ""), len(moves),
+                float(duration_s), record.get("started_at"), record.get("finished_at"), text)
+    return game_row, move_rows
+
+
+def _append_line(path: Path, text: str) -> None:
+    """Append one record line (one write, flushed on close)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+
+
+def _jsonl_ids(path: Path) -> list[str] | None:
+    """The game ids in a games.jsonl, in file order; None if it is missing or damaged (a partial
+    or unparsable line, a line without a game_id)."""
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return None
+    ids = []
+    with handle:
+        for line in handle:
+            if not line.endswith(b"\n"):
+                return None
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return None
+            if not isinstance(record, dict) or not isinstance(record.get("game_id"), str):
+                return None
+            ids.append(record["game_id"])
+    return ids
+
+
+def _brief(key: str, value: Any) -> str:
+    if key == "entrants":
+        return "[" + ", ".join(f"{e['name']} ({e['folder']})" for e in value) + "]"
+    text = json.dumps(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+__all__ = ["DB_NAME", "JSONL_NAME", "LOCK_NAME", "ResultStore"]

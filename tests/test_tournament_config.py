@@ -1,0 +1,235 @@
+"""Tournament config: TOML file, command-line overrides, embedded default, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from arena.errors import ConfigError
+from arena.tournament.config import KEYS, TournamentConfig, load_config, sample_bots_dir
+
+
+def make_bot(folder: Path, name: str | None = None, description: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bot.toml").write_text(f'name = "{name or folder.name}"\ncommand = "python bot.py"\n'
+                                     f'description = "{description}"\n')
+    return folder
+
+
+@pytest.fixture
+def bots(tmp_path: Path) -> Path:
+    """tmp_path/bots holding three bot folders (alpha, beta, gamma) and a stray non-bot folder."""
+    root = tmp_path / "bots"
+    for name in ("gamma", "alpha", "beta"):
+        make_bot(root / name, description=f"the {name} bot")
+    (root / "notes").mkdir()
+    return root
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_embedded_default_is_the_sample_bots_round_robin() -> None:
+    config = load_config(None, {})
+    assert config.name == "demo"
+    assert config.format == "round-robin"
+    assert config.games == 2 and config.seed == 1 and config.per_move_ms == 1000
+    assert config.edition == "revised"
+    assert config.concurrency == (os.cpu_count() or 1)
+    assert config.out == Path("results/demo")
+    samples = {p.resolve() for p in sample_bots_dir().iterdir() if (p / "bot.toml").is_file()}
+    assert set(config.folders) == samples
+    assert list(config.names) == sorted(config.names) and len(config.names) >= 2
+
+
+def test_file_with_every_key(tmp_path: Path, bots: Path) -> None:
+    make_bot(tmp_path / "solo", name="delta")
+    path = write(tmp_path / "spring.toml", """
+name = "spring"
+entrants = ["bots", "solo"]
+format = "gauntlet"
+challengers = ["delta"]
+games = 4
+edition = "original"
+seed = 42
+concurrency = 3
+out = "out/spring"
+
+[time_control]
+per_move_ms = 200
+bank_ms = 0
+first_move_ms = 900
+""")
+    config = load_config(path, {})
+    assert config.name == "spring"
+    # folders of bot folders are expanded in sorted order; relative paths start at the file's folder
+    assert config.names == ("alpha", "beta", "gamma", "delta")
+    assert config.folders[0] == (bots / "alpha").resolve()
+    assert config.entrants[0].description == "the alpha bot"
+    assert (config.format, config.challengers, config.games, config.edition, config.seed) == \
+        ("gauntlet", ("delta",), 4, "original", 42)
+    assert config.time_control == {"per_move_ms": 200, "bank_ms": 0, "first_move_ms": 900}
+    assert config.concurrency == 3
+    assert config.out == tmp_path / "out/spring"
+
+
+def test_defaults_for_missing_keys_and_name_from_the_file(tmp_path: Path, bots: Path) -> None:
+    config = load_config(write(tmp_path / "autumn cup.toml", 'entrants = ["bots"]\n'), {})
+    assert config.name == "autumn-cup"
+    assert config.out == Path("results/autumn-cup")
+    assert (config.games, config.seed, config.format, config.bank_ms, config.first_move_ms) == \
+        (2, 1, "round-robin", 10_000, 5000)
+
+
+def test_overrides_win_over_the_file(tmp_path: Path, bots: Path) -> None:
+    path = write(tmp_path / "t.toml", 'entrants = ["bots"]\ngames = 4\nseed = 3\n'
+                                      "[time_control]\nper_move_ms = 100\nbank_ms = 50\n")
+    other = make_bot(tmp_path / "x" / "one", name="one").parent
+    make_bot(other / "two", name="two")
+    config = load_config(path, {"games": 6, "seed": None, "per_move_ms": 700, "entrants": [other],
+                                "challengers": (), "time_control": {"bank_ms": 5}, "out": "elsewhere",
+                                "name": "cli"})
+    assert config.games == 6
+    assert config.seed == 3  # None means "not given"
+    assert (config.per_move_ms, config.bank_ms) == (700, 5)
+    assert config.names == ("one", "two")
+    assert config.out == Path("elsewhere") and config.name == "cli"
+
+
+def test_entrants_given_on_the_command_line_without_a_file(bots: Path) -> None:
+    config = load_config(None, {"entrants": [bots / "beta", bots / "alpha"]})
+    assert config.names == ("beta", "alpha")
+    assert config.name == "demo"
+
+
+def test_unknown_key_names_the_key_the_file_and_the_valid_keys(tmp_path: Path, bots: Path) -> None:
+    path = write(tmp_path / "t.toml", 'entrants = ["bots"]\nrounds = 3\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {})
+    message = str(info.value)
+    assert str(path) in message and "'rounds'" in message
+    assert all(key in message for key in KEYS)
+
+
+def test_unknown_time_control_key(tmp_path: Path, bots: Path) -> None:
+    path = write(tmp_path / "t.toml", 'entrants = ["bots"]\n[time_control]\nincrement_ms = 3\n')
+    with pytest.raises(ConfigError, match=r"time_control\.increment_ms.*per_move_ms"):
+        load_config(path, {})
+
+
+def test_unknown_override_key(bots: Path) -> None:
+    with pytest.raises(ConfigError, match="command line: unknown key 'rounds'"):
+        load_config(None, {"entrants": [bots], "rounds": 2})
+
+
+@pytest.mark.parametrize(("line", "key", "expected"), [
+    ('games = "two"', "games", "expected an integer"),
+    ("games = true", "games", "expected an integer"),
+    ("seed = 1.5", "seed", "expected an integer"),
+    ("concurrency = 0", "concurrency", "expected an integer >= 1"),
+    ("name = 7", "name", "expected a tournament name"),
+    ('format = "swiss"', "format", 'expected "round-robin" or "gauntlet"'),
+    ('edition = "deluxe"', "edition", "expected one of 'revised', 'original'"),
+    ("out = 3", "out", "expected a folder path"),
+    ("time_control = 5", "time_control", "expected a table"),
+    ("[time_control]\nbank_ms = -1", "time_control.bank_ms", "expected an integer >= 0"),
+    ('[time_control]\nper_move_ms = "fast"', "time_control.per_move_ms", "expected an integer"),
+])
+def test_wrong_type_names_the_file_and_the_key(tmp_path: Path, bots: Path, line: str, key: str,
+                                               expected: str) -> None:
+    path = write(tmp_path / "t.toml", f'entrants = ["bots"]\n{line}\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {})
+    assert str(info.value).startswith(f"{path}: key '{key}': {expected}")
+
+
+def test_wrong_type_on_the_command_line(bots: Path) -> None:
+    with pytest.raises(ConfigError, match="command line: key 'games': expected an integer"):
+        load_config(None, {"entrants": [bots], "games": "2"})
+
+
+def test_entrants_must_be_a_list_of_folders(tmp_path: Path, bots: Path) -> None:
+    path = write(tmp_path / "t.toml", "entrants = [1, 2]\n")
+    with pytest.raises(ConfigError, match=r"key 'entrants': expected a list of bot folders"):
+        load_config(path, {})
+
+
+def test_odd_games_explains_the_seat_swapped_pairs(tmp_path: Path, bots: Path) -> None:
+    path = write(tmp_path / "t.toml", 'entrants = ["bots"]\ngames = 3\n')
+    with pytest.raises(ConfigError, match=r"key 'games': expected an even number.*seats swapped\), got 3"):
+        load_config(path, {})
+
+
+def test_invalid_toml_gives_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.toml", 'name = "x"\n\ngames = = 2\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {})
+    assert str(path) in str(info.value) and "not valid TOML" in str(info.value)
+    assert "line 3" in str(info.value)
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.toml", {})
+
+
+def test_folder_without_bot_toml(tmp_path: Path, bots: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError,
+                       match=r"command line: key 'entrants': .*empty: not a bot folder \(no bot.toml\)"):
+        load_config(None, {"entrants": [bots / "alpha", empty]})
+    with pytest.raises(ConfigError, match="no such folder"):
+        load_config(None, {"entrants": [bots / "alpha", tmp_path / "missing"]})
+
+
+def test_broken_manifest_names_its_file(tmp_path: Path, bots: Path) -> None:
+    (bots / "beta" / "bot.toml").write_text('name = "beta\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {"entrants": [bots]})
+    assert str(bots / "beta" / "bot.toml") in str(info.value) and "not valid TOML" in str(info.value)
+    (bots / "beta" / "bot.toml").write_text('command = "python bot.py"\n')
+    with pytest.raises(ConfigError, match=r"beta/bot.toml: key 'name': expected a non-empty string"):
+        load_config(None, {"entrants": [bots]})
+
+
+def test_fewer_than_two_entrants(bots: Path) -> None:
+    with pytest.raises(ConfigError, match="at least 2 entrants, got 1"):
+        load_config(None, {"entrants": [bots / "alpha"]})
+
+
+def test_duplicate_entrant_names(tmp_path: Path, bots: Path) -> None:
+    make_bot(tmp_path / "copy", name="alpha")
+    with pytest.raises(ConfigError, match=r"duplicate entrant name 'alpha'.*copy"):
+        load_config(None, {"entrants": [bots, tmp_path / "copy"]})
+    with pytest.raises(ConfigError, match="duplicate entrant name 'beta'"):
+        load_config(None, {"entrants": [bots, bots / "beta"]})
+
+
+def test_gauntlet_needs_challengers_that_are_entrants(bots: Path) -> None:
+    with pytest.raises(ConfigError, match="a gauntlet needs 'challengers'"):
+        load_config(None, {"entrants": [bots], "format": "gauntlet"})
+    with pytest.raises(ConfigError, match=r"key 'challengers': 'zeta' is not an entrant; entrants are alpha"):
+        load_config(None, {"entrants": [bots], "format": "gauntlet", "challengers": ["zeta"]})
+    with pytest.raises(ConfigError, match="every entrant is a challenger"):
+        load_config(None, {"entrants": [bots], "format": "gauntlet",
+                           "challengers": ["alpha", "beta", "gamma"]})
+    with pytest.raises(ConfigError, match="only apply to format \"gauntlet\""):
+        load_config(None, {"entrants": [bots], "challengers": ["alpha"]})
+
+
+def test_json_round_trip(tmp_path: Path, bots: Path) -> None:
+    config = load_config(None, {"entrants": [bots], "format": "gauntlet", "challengers": ["beta"],
+                                "games": 4, "concurrency": 2})
+    data = json.loads(json.dumps(config.to_json()))
+    assert data["time_control"] == {"per_move_ms": 1000, "bank_ms": 10_000, "first_move_ms": 5000}
+    assert data["entrants"][0] == {"name": "alpha", "folder": str((bots / "alpha").resolve()),
+                                   "description": "the alpha bot"}
+    assert TournamentConfig.from_json(data) == config
+    with pytest.raises(ConfigError, match="malformed"):
+        TournamentConfig.from_json({"name": "x"})

@@ -1,0 +1,273 @@
+"""The results folder: atomic games, games.jsonl repaired from the database, resume, errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from arena.engine.playout import random_game
+from arena.errors import ArenaError, ConfigError, RecordError
+from arena.records import make_record, normal_result, replay
+from arena.tournament import storage
+from arena.tournament.config import TournamentConfig, load_config
+from arena.tournament.ratings import rate
+from arena.tournament.schedule import GameSpec, schedule
+from arena.tournament.storage import ResultStore
+
+
+def make_bot(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "bot.toml").write_text(f'name = "{folder.name}"\ncommand = "python bot.py"\n')
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> TournamentConfig:
+    for name in ("ant", "bee", "cat"):
+        make_bot(tmp_path / "bots" / name)
+    return load_config(None, {"entrants": [tmp_path / "bots"], "out": tmp_path / "results" / "t",
+                              "concurrency": 1})
+
+
+@cache
+def _random_record(seed: int, seat0: str, seat1: str) -> str:
+    initial, moves, final = random_game(seed)
+    record = make_record(initial, (seat0, seat1),
+                         [{"player": p, **m.to_json(), "time_ms": 1.5} for p, m in moves],
+                         normal_result(final), started_at="2024-01-01T00:00:00.000+00:00",
+                         finished_at="2024-01-01T00:00:01.000+00:00")
+    return json.dumps(record)
+
+
+def record_for(spec: GameSpec, forfeit: int | None = None) -> dict[str, Any]:
+    """A real record for the spec's game (random moves); with ``forfeit`` set, that seat loses
+    by timeout after 10 moves."""
+    record = json.loads(_random_record(spec.seed, spec.seat0, spec.seat1))
+    if forfeit is not None:
+        record["moves"] = record["moves"][:10]
+        record["result"] = {"scores": [-140, -141], "winner": 1 - forfeit, "reason": "timeout",
+                            "loser": forfeit, "detail": "too slow"}
+    return record
+
+
+def jsonl_ids(folder: Path) -> list[str]:
+    return [json.loads(line)["game_id"] for line in (folder / "games.jsonl").read_text().splitlines()]
+
+
+def test_store_and_read_back(config: TournamentConfig) -> None:
+    specs = schedule(config)
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        for spec in specs[:4]:
+            store.store_game(spec, record_for(spec, forfeit=0 if spec.index == 3 else None), 0.25)
+        games = store.games_frame()
+        moves = store.moves_frame()
+        records = list(store.records())
+        assert store.completed_ids() == {s.game_id for s in specs[:4]}
+        assert store.game_count() == 4
+        assert list(store.entrants_frame()["name"]) == ["ant", "bee", "cat"]
+        assert store.stored_config() == config.to_json()
+    assert list(games["idx"]) == [0, 1, 2, 3]
+    first = games.iloc[0]
+    assert (first["game_id"], first["seat0"], first["seat1"], first["seed"], first["pair"]) == \
+        (specs[0].game_id, specs[0].seat0, specs[0].seat1, specs[0].seed, 0)
+    assert first["winner_name"] == (first["seat0"], first["seat1"])[first["winner"]]
+    assert pd.isna(first["loser"]) and first["reason"] == "normal" and first["duration_s"] == 0.25
+    assert first["started_at"].startswith("2024-01-01")
+    forfeit = games.iloc[3]
+    assert (forfeit["reason"], forfeit["loser"], forfeit["winner"], forfeit["detail"], forfeit["moves"]) == \
+        ("timeout", 0, 1, "too slow", 10)
+    assert len(moves) == games["moves"].sum()
+    assert list(moves[moves["idx"] == 0]["ply"]) == list(range(first["moves"]))
+    move = moves.iloc[0]
+    assert move["name"] == first["seat0"] and move["time_ms"] == 1.5
+    for record, spec in zip(records, specs, strict=False):
+        assert record["game_id"] == spec.game_id
+    replay(records[0])  # the stored record is the real one
+    assert jsonl_ids(config.out) == [s.game_id for s in specs[:4]]
+
+
+def test_store_game_is_atomic(config: TournamentConfig) -> None:
+    spec = schedule(config)[0]
+    with ResultStore(config.out, create=True) as store:
+        # a failure in the middle of the transaction: after the game row, at the sixth move
+        with sqlite3.connect(config.out / "tournament.db") as other:
+            other.execute("CREATE TRIGGER boom BEFORE INSERT ON moves WHEN NEW.ply = 5 "
+                          "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END")
+        with pytest.raises(ArenaError, match="cannot store game .*disk on fire"):
+            store.store_game(spec, record_for(spec), 1.0)
+        assert store.completed_ids() == set()
+        assert store.moves_frame().empty
+        assert (config.out / "games.jsonl").read_text() == ""
+        with sqlite3.connect(config.out / "tournament.db") as other:
+            other.execute("DROP TRIGGER boom")
+        store.store_game(spec, record_for(spec), 1.0)
+        assert store.completed_ids() == {spec.game_id}
+        assert len(store.moves_frame()) == len(record_for(spec)["moves"])
+
+
+def test_records_that_do_not_match_are_refused(config: TournamentConfig) -> None:
+    first, second = schedule(config)[:2]
+    with ResultStore(config.out, create=True) as store:
+        with pytest.raises(RecordError, match="players"):
+            store.store_game(first, record_for(second), 1.0)
+        wrong_seed = record_for(first) | {"seed": 5}
+        with pytest.raises(RecordError, match="seed 5"):
+            store.store_game(first, wrong_seed, 1.0)
+        with pytest.raises(RecordError, match="game_id"):
+            store.store_game(first, record_for(first) | {"game_id": "other"}, 1.0)
+        assert store.game_count() == 0
+        store.store_game(first, record_for(first), 1.0)
+        with pytest.raises(RecordError, match="already stored"):
+            store.store_game(first, record_for(first), 1.0)
+        assert store.game_count() == 1
+
+
+def test_kill_between_commit_and_append_is_repaired(config: TournamentConfig,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    specs = schedule(config)
+    with ResultStore(config.out, create=True) as store:
+        store.store_game(specs[0], record_for(specs[0]), 1.0)
+
+        def killed(path: Path, text: str) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(storage, "_append_line", killed)
+        with pytest.raises(KeyboardInterrupt):
+            store.store_game(specs[1], record_for(specs[1]), 1.0)
+        monkeypatch.undo()
+        assert store.game_count() == 2  # committed
+        assert jsonl_ids(config.out) == [specs[0].game_id]
+    with ResultStore(config.out) as store:
+        assert jsonl_ids(config.out) == [specs[0].game_id, specs[1].game_id]
+        assert store.repair_jsonl() is False
+
+
+def test_partial_last_line_is_repaired(config: TournamentConfig) -> None:
+    specs = schedule(config)
+    with ResultStore(config.out, create=True) as store:
+        for spec in reversed(specs[:3]):  # completion order differs from schedule order
+            store.store_game(spec, record_for(spec), 1.0)
+    path = config.out / "games.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-100])
+    with ResultStore(config.out, create=True):
+        assert jsonl_ids(config.out) == [s.game_id for s in specs[:3]]  # rewritten in idx order
+    rewritten = path.read_text().splitlines()
+    assert sorted(rewritten) == sorted(whole.decode().splitlines())
+
+
+def test_jsonl_with_a_game_the_database_lacks_is_rewritten(config: TournamentConfig) -> None:
+    specs = schedule(config)
+    with ResultStore(config.out, create=True) as store:
+        store.store_game(specs[0], record_for(specs[0]), 1.0)
+    with (config.out / "games.jsonl").open("a") as handle:
+        handle.write(json.dumps(record_for(specs[1]) | {"game_id": specs[1].game_id}) + "\n")
+    with ResultStore(config.out):
+        assert jsonl_ids(config.out) == [specs[0].game_id]
+
+
+def test_consistent_jsonl_is_left_alone(config: TournamentConfig) -> None:
+    specs = schedule(config)
+    with ResultStore(config.out, create=True) as store:
+        for spec in (specs[2], specs[0]):
+            store.store_game(spec, record_for(spec), 1.0)
+    before = (config.out / "games.jsonl").read_bytes()
+    with ResultStore(config.out) as store:
+        assert store.repair_jsonl() is False
+    assert (config.out / "games.jsonl").read_bytes() == before  # completion order kept
+
+
+def test_resume_plays_the_rest_and_equals_an_uninterrupted_run(config: TournamentConfig,
+                                                               tmp_path: Path) -> None:
+    specs = schedule(config)
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        for spec in specs[:3]:
+            store.store_game(spec, record_for(spec), 1.0)
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        rest = schedule(config, completed=store.completed_ids())
+        assert rest == specs[3:]
+        for spec in reversed(rest):
+            store.store_game(spec, record_for(spec), 1.0)
+        resumed = store.games_frame()
+    with ResultStore(tmp_path / "once", create=True) as store:
+        for spec in specs:
+            store.store_game(spec, record_for(spec), 1.0)
+        once = store.games_frame()
+    pd.testing.assert_frame_equal(resumed, once)
+    pd.testing.assert_frame_equal(rate(resumed), rate(once))
+
+
+def test_config_mismatch_on_resume(config: TournamentConfig, tmp_path: Path) -> None:
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        store.check_config(load_config(None, {"entrants": [tmp_path / "bots"], "out": config.out,
+                                              "concurrency": 7, "name": "renamed"}))
+        changed = load_config(None, {"entrants": [tmp_path / "bots"], "games": 4, "seed": 9,
+                                     "per_move_ms": 5})
+        with pytest.raises(ConfigError) as info:
+            store.save_config(changed)
+        message = str(info.value)
+        assert "games, seed, time_control differ" in message and "--out" in message
+        fewer = load_config(None, {"entrants": [tmp_path / "bots" / "ant", tmp_path / "bots" / "bee"]})
+        with pytest.raises(ConfigError, match="entrants differ"):
+            store.check_config(fewer)
+        assert store.stored_config() == config.to_json()
+
+
+@pytest.mark.parametrize("setup", ["missing", "empty", "file", "garbage", "other-db", "jsonl-only"])
+def test_not_a_results_folder(tmp_path: Path, setup: str) -> None:
+    folder = tmp_path / "res"
+    create = False
+    if setup == "empty":
+        folder.mkdir()
+    elif setup == "file":
+        folder.write_text("hello")
+    elif setup == "garbage":
+        folder.mkdir()
+        (folder / "tournament.db").write_bytes(b"this is not SQLite at all" * 100)
+    elif setup == "other-db":
+        folder.mkdir()
+        with sqlite3.connect(folder / "tournament.db") as conn:
+            conn.execute("CREATE TABLE recipes (name TEXT)")
+        create = True
+    elif setup == "jsonl-only":
+        folder.mkdir()
+        (folder / "games.jsonl").write_text('{"game_id": "x"}\n')
+        create = True
+    with pytest.raises(ConfigError, match="not a (results folder|tournament database)|no tournament.db"):
+        ResultStore(folder, create=create)
+    if setup in ("garbage", "other-db"):
+        with pytest.raises(ConfigError, match="not a tournament database"):
+            ResultStore(folder, readonly=True)
+
+
+def test_one_writer_many_readers(config: TournamentConfig) -> None:
+    specs = schedule(config)
+    with ResultStore(config.out, create=True) as writer:
+        writer.store_game(specs[0], record_for(specs[0]), 1.0)
+        with pytest.raises(ConfigError, match="another process is writing"):
+            ResultStore(config.out)
+        with ResultStore(config.out, readonly=True) as reader:
+            assert reader.game_count() == 1
+            writer.store_game(specs[1], record_for(specs[1]), 1.0)
+            assert list(reader.games_frame()["idx"]) == [0, 1]  # sees new games while the writer runs
+            with pytest.raises(ConfigError, match="read-only"):
+                reader.store_game(specs[2], record_for(specs[2]), 1.0)
+    with ResultStore(config.out, readonly=True) as reader:  # and after the writer has gone
+        assert reader.completed_ids() == {specs[0].game_id, specs[1].game_id}
+    with ResultStore(config.out) as writer:  # the lock was released
+        assert writer.game_count() == 2
+
+
+def test_database_is_in_wal_mode(config: TournamentConfig) -> None:
+    with ResultStore(config.out, create=True):
+        with sqlite3.connect(config.out / "tournament.db") as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
