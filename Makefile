@@ -17,9 +17,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv with the project installed in editable mode
 
-demo: $(STAMP)  ## play a few random games and render them
-	$(BIN)/arena random-games 5 --seed 1 --out results/demo-random.jsonl
-	$(BIN)/arena replay results/demo-random.jsonl --game 1
+demo: $(STAMP)  ## the main job: a round robin of the sample bots, then the ratings table
+	$(BIN)/arena run-tournament
+	$(BIN)/arena ratings results/demo
 
 test: $(STAMP)  ## run the test suite
 	$(BIN)/pytest -q

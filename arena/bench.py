@@ -65,6 +65,30 @@ def bench_engine(seconds: float = 5.0) -> None:
     print(f"  apply (checked):             {_us(checked_ns)}")
 
 
+def bench_referee(games: int = 60) -> None:
+    """Referee overhead per move and random-vs-random games/s, one game at a time, bots reused."""
+    import tempfile
+    from pathlib import Path
+
+    from arena.channel.manifest import Manifest
+    from arena.match import BotPool, sample_bots_dir
+
+    random_bot = Manifest.load(sample_bots_dir() / "random")
+    overhead: list[int] = []
+    with tempfile.TemporaryDirectory() as tmp, BotPool([random_bot, random_bot], Path(tmp)) as pool:
+        pool.play(0, 1, seed=0)  # start both processes before timing
+        start = time.perf_counter()
+        for game in range(games):
+            result = pool.play(game % 2, 1 - game % 2, seed=game)
+            overhead.extend(result.overhead_ns)
+        elapsed = time.perf_counter() - start
+    print("referee (random vs random over ZeroMQ, one game at a time, bots reused)")
+    print(f"  games/s:                     {games / elapsed:10.1f}   ({games} games)")
+    print(f"  overhead per move:           {_us(overhead)}   max {max(overhead) / 1000:.0f} us")
+    print("  (overhead = referee time per move outside the bot: decode and check the reply,")
+    print("   apply it, build, encode and send the next request)")
+
+
 def _us(samples_ns: list[int]) -> str:
     mean = statistics.fmean(samples_ns) / 1000
     p50 = statistics.median(samples_ns) / 1000
@@ -72,7 +96,7 @@ def _us(samples_ns: list[int]) -> str:
     return f"mean {mean:7.2f} us   p50 {p50:7.2f} us   p99 {p99:7.2f} us"
 
 
-SECTIONS: dict[str, Section] = {"engine": bench_engine}
+SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee}
 
 
 def main(argv: list[str]) -> None:

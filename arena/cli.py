@@ -214,3 +214,189 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
             click.echo(f"  - {problem}", err=True)
         raise SystemExit(1)
     click.echo("PASS: the bot conforms to the protocol")
+
+
+@main.command("run-tournament")
+@click.argument("config_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--bots", "entrants", multiple=True, type=click.Path(path_type=Path),
+              help="A bot folder or a folder of bot folders (repeatable).")
+@click.option("--name", help="Tournament name (results go to results/<name>).")
+@click.option("--format", "format_", type=click.Choice(["round-robin", "gauntlet"]))
+@click.option("--challenger", "challengers", multiple=True,
+              help="Gauntlet: an entrant that plays everyone else (repeatable).")
+@click.option("--games", type=int, help="Games per pairing (even: seat-swapped pairs).")
+@click.option("--seed", type=int, help="Base seed; every game seed derives from it.")
+@click.option("--concurrency", type=int, help="Games at once (default: number of cores).")
+@click.option("--time-per-move", "per_move_ms", type=int, help="Per-move limit in ms.")
+@click.option("--bank-ms", type=int, help="Time bank in ms.")
+@click.option("--first-move-ms", type=int, help="First-move limit in ms.")
+@click.option("--edition", type=click.Choice(EDITIONS))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder.")
+@click.option("--dask", "dask_address", metavar="SCHEDULER_ADDRESS",
+              help="Run the games on this Dask scheduler instead of local processes.")
+def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...], name: str | None,
+                           format_: str | None, challengers: tuple[str, ...], games: int | None,
+                           seed: int | None, concurrency: int | None, per_move_ms: int | None,
+                           bank_ms: int | None, first_move_ms: int | None, edition: str | None,
+                           out: Path | None, dask_address: str | None) -> None:
+    """Run a tournament (CONFIG_FILE is TOML; flags override it). Resumable: run the same
+    command again after an interruption and only the missing games are played.
+
+    With no arguments: the sample bots in a round robin into results/demo/.
+    """
+    from arena.tournament.config import load_config
+    from arena.tournament.ratings import rate
+    from arena.tournament.runner import run_tournament
+    from arena.tournament.storage import ResultStore
+
+    config = load_config(config_file, {
+        "entrants": list(entrants), "name": name, "format": format_, "challengers": list(challengers),
+        "games": games, "seed": seed, "concurrency": concurrency, "per_move_ms": per_move_ms,
+        "bank_ms": bank_ms, "first_move_ms": first_move_ms, "edition": edition, "out": out})
+    click.echo(f"tournament {config.name}: {len(config.entrants)} entrants "
+               f"({', '.join(config.names)}), {config.format}, {config.games} games per pairing, "
+               f"concurrency {config.concurrency}" + (f", Dask at {dask_address}" if dask_address else "")
+               + f"; results in {config.out}")
+    executor = None
+    if dask_address:
+        from arena.tournament.distributed import DaskExecutor
+
+        executor = DaskExecutor(config, dask_address)
+    display = ProgressDisplay()
+    summary = run_tournament(
+        config, executor=executor, on_progress=display.update,
+        on_build_error=lambda bot, error: click.echo(f"build failed: {error} (its games are "
+                                                     f"recorded as losses)", err=True))
+    display.finish()
+    if summary.interrupted:
+        click.echo(f"interrupted: {summary.already_stored + summary.played} of {summary.total} games "
+                   f"are stored; run the same command again to play the rest")
+    else:
+        click.echo(f"done: {summary.played} games played now, {summary.already_stored} were already "
+                   f"stored, {summary.failures} ended abnormally, {summary.seconds:.1f} s")
+    with ResultStore(config.out, readonly=True) as store:
+        click.echo(_format_table(rate(store.games_frame(), config.names)))
+    if summary.interrupted:
+        raise SystemExit(130)
+
+
+class ProgressDisplay:
+    """The live progress line: rewritten in place on a terminal, a line now and then otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdout.isatty()
+        self._last_print = 0.0
+        self._shown = False
+
+    def update(self, progress, spec) -> None:  # type: ignore[no-untyped-def]
+        import time
+
+        leader = progress.leader()
+        eta = progress.eta_s
+        text = (f"games {progress.done}/{progress.total}"
+                f" | {progress.rate:.1f} games/s"
+                f" | ETA {'-' if eta is None else f'{eta:.0f} s'}"
+                f" | leader {leader[0] + f' ({leader[1]:.1f})' if leader else '-'}"
+                f" | failures {progress.failures}")
+        now = time.monotonic()
+        finished = progress.done == progress.total
+        if self.tty:
+            click.echo("\r" + text.ljust(100), nl=False)
+            self._shown = True
+        elif spec is None or finished or now - self._last_print >= 2.0:
+            click.echo(text)
+            self._last_print = now
+
+    def finish(self) -> None:
+        if self.tty and self._shown:
+            click.echo()
+
+
+def _format_table(table) -> str:  # type: ignore[no-untyped-def]
+    if table.empty:
+        return "no games stored yet"
+    shown = table.copy()
+    for column in ("mu", "sigma", "conservative"):
+        shown[column] = shown[column].map(lambda v: f"{v:.2f}")
+    shown["win_rate"] = shown["win_rate"].map(lambda v: f"{v:.3f}")
+    return shown.to_string(index=False)
+
+
+@main.command()
+@click.argument("results", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the table as CSV here.")
+def ratings(results: Path, csv_path: Path | None) -> None:
+    """Print the TrueSkill table of a results folder (also while its tournament runs).
+
+    Ranked by the conservative rating mu - 3 sigma; recomputed from the stored games in
+    schedule order, so it never depends on the order games happened to finish in.
+    """
+    from arena.tournament.ratings import rate
+    from arena.tournament.storage import ResultStore
+
+    with ResultStore(results, readonly=True) as store:
+        games = store.games_frame()
+        stored = store.stored_config()
+        names = [e["name"] for e in stored.get("entrants", [])] if stored else []
+        table = rate(games, names)
+    total = len(games)
+    click.echo(f"{results}: {total} game(s) stored")
+    click.echo(_format_table(table))
+    if csv_path is not None:
+        table.to_csv(csv_path, index=False)
+        click.echo(f"table written to {csv_path}")
+
+
+@main.command()
+@click.argument("new", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("old", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: NEW is elo0 stronger.")
+@click.option("--elo1", type=float, default=20.0, show_default=True, help="H1: NEW is elo1 stronger.")
+@click.option("--alpha", type=float, default=0.05, show_default=True,
+              help="Chance of accepting H1 when H0 holds.")
+@click.option("--beta", type=float, default=0.05, show_default=True,
+              help="Chance of accepting H0 when H1 holds.")
+@click.option("--max-games", type=click.IntRange(min=2), default=2000, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Append the game records to this .jsonl file.")
+@click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=Path("results/logs"),
+              show_default=True)
+@_time_control_options
+def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: float, max_games: int,
+         seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int, bank_ms: int,
+         first_move_ms: int) -> None:
+    """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
+    probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
+
+    Exit status: 0 when H1 is accepted, 1 when H0 is accepted, 2 when max-games ran out.
+    """
+    from arena.tournament.sequential import run_sprt
+    from arena.tournament.sprt import SPRT
+
+    test = SPRT(elo0, elo1, alpha, beta)
+    lower, upper = test.bounds()
+    click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
+               f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
+
+    def report(state) -> None:  # type: ignore[no-untyped-def]
+        click.echo(f"games {state.games:4d}: W {state.wins} L {state.losses} "
+                   f"(pairs 0/1/2 wins: {state.pairs[0]}/{state.pairs[1]}/{state.pairs[2]}) "
+                   f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
+
+    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, edition=edition,
+                     time_control=_tc(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report)
+    verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
+                            f"than elo <= {elo0:g})",
+               "accept H0": f"H0 accepted: {new.name} is not stronger by {elo1:g} elo",
+               "continue": f"no decision after {state.games} games (max-games reached)"}[state.status]
+    click.echo(verdict + (f"; {state.failures} game(s) ended abnormally" if state.failures else ""))
+    raise SystemExit({"accept H1": 0, "accept H0": 1, "continue": 2}[state.status])
+
+
+def _tc(per_move_ms: int, bank_ms: int, first_move_ms: int):  # type: ignore[no-untyped-def]
+    from arena.referee import TimeControl
+
+    return TimeControl(per_move_ms, bank_ms, first_move_ms)

@@ -15,6 +15,7 @@ from arena.channel.manifest import Manifest, build
 from arena.channel.process import ResourceLimits
 from arena.channel.transport import ZmqHub
 from arena.errors import ArenaError, BotStartError
+from arena.protocol.codec import load_schemas
 from arena.referee import GameResult, MoveCallback, TimeControl, play_game
 
 
@@ -33,6 +34,23 @@ def unique_labels(names: list[str]) -> list[str]:
     return labels
 
 
+def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str]) -> dict[int, str]:
+    """Build every bot once (a folder listed twice is built once); index -> build error."""
+    built: dict[Path, str | None] = {}
+    errors: dict[int, str] = {}
+    for index, manifest in enumerate(manifests):
+        if manifest.folder not in built:
+            try:
+                build(manifest, log_dir / f"{labels[index]}.build.log")
+                built[manifest.folder] = None
+            except ArenaError as exc:
+                built[manifest.folder] = str(exc)
+        error = built[manifest.folder]
+        if error is not None:
+            errors[index] = error
+    return errors
+
+
 class BotPool:
     """Entrants by index: each gets its own process, started on first use and reused.
 
@@ -41,27 +59,19 @@ class BotPool:
     """
 
     def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
-                 limits: ResourceLimits | None = None, do_build: bool = True) -> None:
+                 limits: ResourceLimits | None = None, do_build: bool = True,
+                 broken: dict[int, str] | None = None) -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
+        load_schemas()  # read the schema files now, never on a bot's clock
         self.hub = ZmqHub()
         self.labels = labels or unique_labels([m.name for m in manifests])
         self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label)
                         for m, label in zip(manifests, self.labels, strict=True)]
-        self.build_errors: dict[int, str] = {}
-        if do_build:
-            built: dict[Path, str | None] = {}
-            for index, manifest in enumerate(manifests):
-                if manifest.folder not in built:
-                    try:
-                        build(manifest, log_dir / f"{self.labels[index]}.build.log")
-                        built[manifest.folder] = None
-                    except ArenaError as exc:
-                        built[manifest.folder] = str(exc)
-                error = built[manifest.folder]
-                if error is not None:
-                    self.build_errors[index] = error
-                    self.handles[index].broken = error
+        self.build_errors = build_all(manifests, log_dir, self.labels) if do_build else {}
+        self.build_errors.update(broken or {})
+        for index, error in self.build_errors.items():
+            self.handles[index].broken = error
 
     def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
              first_player: int = 0, time_control: TimeControl = TimeControl(),

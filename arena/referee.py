@@ -34,6 +34,8 @@ from arena.records import make_record, utc_now
 
 log = logging.getLogger("arena.referee")
 
+MAX_STALE_REPLIES = 100  # stale replies tolerated during one request before it is a flood
+
 
 @dataclass(frozen=True)
 class TimeControl:
@@ -125,11 +127,11 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
                 "type": "new_game", "game_id": game_id, "seat": seat, "ruleset": "patchwork",
                 "edition": state.ruleset.edition, "time_control": time_control.to_json(),
                 "players": list(players), "components": _components(state)})
-        seq = decode_ns = 0
+        decode_ns = 0
         t_ready = time.perf_counter_ns()
         while (mover := state.to_move()) is not None:
-            seq += 1
             bot = bots[mover]
+            seq = bot.next_seq()
             request: dict[str, Any] = {
                 "type": "move_request", "seq": seq, "game_id": game_id, "state": state.to_json(),
                 # per_move_ms is the limit of that seat's next move (larger for its first)
@@ -243,14 +245,18 @@ def _await_move(bot: BotHandle, seat: int, seq: int, sent: float, allowance_ms: 
                 return message, stale
             if message["seq"] < seq:
                 stale += 1
+                if stale > MAX_STALE_REPLIES:
+                    raise _Forfeit(seat, ProtocolViolationError(
+                        f"{bot.name} flooded the referee with more than {MAX_STALE_REPLIES} "
+                        f"stale replies during request {seq}"))
                 log.info("%s: dropped a stale reply to request %d (current %d)",
                          bot.name, message["seq"], seq)
                 continue
             raise _Forfeit(seat, ProtocolViolationError(
                 f"{bot.name} answered request {message['seq']}, which was never sent "
                 f"(current request {seq})"))
-        if kind == "error":
-            raise _Forfeit(seat, ProtocolViolationError(
+        if kind == "error":  # the bot gives up: PROTOCOL.md counts it as a crash
+            raise _Forfeit(seat, BotTerminatedError(
                 f"{bot.name} gave up: {message.get('message', '')[:200]}"))
         raise _Forfeit(seat, ProtocolViolationError(
             f"{bot.name} sent {kind!r} while a move was expected"))

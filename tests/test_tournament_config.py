@@ -38,7 +38,7 @@ def test_embedded_default_is_the_sample_bots_round_robin() -> None:
     config = load_config(None, {})
     assert config.name == "demo"
     assert config.format == "round-robin"
-    assert config.games == 2 and config.seed == 1 and config.per_move_ms == 1000
+    assert config.games == 10 and config.seed == 1 and config.per_move_ms == 1000
     assert config.edition == "revised"
     assert config.concurrency == (os.cpu_count() or 1)
     assert config.out == Path("results/demo")
@@ -83,7 +83,7 @@ def test_defaults_for_missing_keys_and_name_from_the_file(tmp_path: Path, bots: 
     assert config.name == "autumn-cup"
     assert config.out == Path("results/autumn-cup")
     assert (config.games, config.seed, config.format, config.bank_ms, config.first_move_ms) == \
-        (2, 1, "round-robin", 10_000, 5000)
+        (10, 1, "round-robin", 10_000, 5000)
 
 
 def test_overrides_win_over_the_file(tmp_path: Path, bots: Path) -> None:

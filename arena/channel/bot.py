@@ -43,9 +43,16 @@ class BotHandle:
         self.channel: Channel | None = None
         self.hello: dict[str, Any] = {}
         self.starts = 0
+        self.markers: list[str] = []  # the process-tree marker of every process started
         self._workdir: Path | None = None
         self.last_decode_ns = 0  # referee overhead spent decoding the last message
         self.broken: str | None = None  # set when the bot cannot be built: never started
+        self._seq = 0  # request numbers grow across games and restarts, never reused
+
+    def next_seq(self) -> int:
+        """The sequence number of the next request to this bot."""
+        self._seq += 1
+        return self._seq
 
     @property
     def wants_legal_moves(self) -> bool:
@@ -82,6 +89,7 @@ class BotHandle:
         except BotStartError as exc:
             raise BotStartError(f"bot {self.name}: {exc}") from None
         self.starts += 1
+        self.markers.append(self.process.marker)
         if stdio:
             self.channel = StdioChannel(self.process, name=self.name)
         else:

@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import resource
@@ -92,6 +93,13 @@ class ResourceLimits:
         return result
 
 
+_PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _prctl = None
+
+
 def _rlimit_setter(limits: ResourceLimits) -> Callable[[], None]:
     # Runs in the forked child before exec, possibly while other threads of the parent
     # held locks: everything is computed here, the child only makes setrlimit calls.
@@ -101,6 +109,8 @@ def _rlimit_setter(limits: ResourceLimits) -> Callable[[], None]:
     def apply() -> None:
         for which, value in pairs:
             setrlimit(which, value)
+        if _prctl is not None:  # die with the arena process even if it is SIGKILLed
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     return apply
 

@@ -32,14 +32,7 @@ class Move(NamedTuple):
 
     def cells(self, cols: int = 9) -> list[list[int]]:
         """The covered cells as sorted [row, col] pairs."""
-        out = []
-        mask, bit = self.mask, 0
-        while mask:
-            if mask & 1:
-                out.append([bit // cols, bit % cols])
-            mask >>= 1
-            bit += 1
-        return out
+        return mask_cells(self.mask, cols)
 
     def to_json(self, cols: int = 9) -> dict[str, Any]:
         if self.action == "advance":
@@ -75,6 +68,17 @@ class Move(NamedTuple):
             if not isinstance(patch, int) or isinstance(patch, bool):
                 raise MoveFormatError(f"buy move: patch must be an integer id, got {_short(patch)}")
         return cls(action, patch, _cells_to_mask(data["cells"], rows, cols))
+
+
+def mask_cells(mask: int, cols: int = 9) -> list[list[int]]:
+    """The set bits of a bitboard as sorted [row, col] pairs (lowest bit first)."""
+    out = []
+    while mask:
+        low = mask & -mask
+        bit = low.bit_length() - 1
+        out.append([bit // cols, bit % cols])
+        mask ^= low
+    return out
 
 
 def _cells_to_mask(cells: Any, rows: int, cols: int) -> int:

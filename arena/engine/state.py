@@ -8,12 +8,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 from arena.engine.components import Ruleset, Tables, patchwork, tables
-from arena.engine.moves import ADVANCE, Move
+from arena.engine.moves import ADVANCE, Move, mask_cells
 from arena.errors import IllegalMoveError, MoveFormatError
 
 MAIN = "main"
@@ -353,7 +354,7 @@ class GameState:
             "buttons": self.buttons[:],
             "income": self.income[:],
             "quilts": [self.quilt_rows(p) for p in (0, 1)],
-            "placed": [[{"patch": pid, "cells": Move("x", None, mask).cells(rules.cols)}
+            "placed": [[{"patch": pid, "cells": mask_cells(mask, rules.cols)}
                         for pid, mask in self.placed[p]] for p in (0, 1)],
             "circle": self.circle[:],
             "special_spaces_left": self.special_spaces_left[:],
@@ -365,9 +366,10 @@ class GameState:
     def quilt_rows(self, player: int) -> list[str]:
         """The quilt as strings: '.' empty, '#' covered, 'o' a covered cell with a button."""
         cols = self.ruleset.cols
+        row_mask = (1 << cols) - 1
         quilt, buttons = self.quilts[player], self.button_cells[player]
-        return ["".join("o" if buttons >> (r * cols + c) & 1 else "#" if quilt >> (r * cols + c) & 1
-                        else "." for c in range(cols)) for r in range(self.ruleset.rows)]
+        return [_row_text(quilt >> shift & row_mask, buttons >> shift & row_mask, cols)
+                for shift in range(0, self.ruleset.cells, cols)]
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GameState:
@@ -386,20 +388,19 @@ class GameState:
         tabs = state._tables
         for player in (0, 1):
             for entry in data["placed"][player]:
-                move = Move.from_json(
-                    {"action": "special", "cells": entry["cells"]}, rules.rows, rules.cols)
+                mask = _cells_mask(entry["cells"], rules.rows, rules.cols)
                 pid = entry["patch"]
                 buttons_mask = 0
                 if pid is not None:
                     table = tabs.placements[pid]
-                    if move.mask not in table.index:
+                    if mask not in table.index:
                         raise ValueError(f"player {player}: cells are not a placement of patch {pid}")
-                    buttons_mask = table.button_masks[table.index[move.mask]]
-                if state.quilts[player] & move.mask:
+                    buttons_mask = table.button_masks[table.index[mask]]
+                if state.quilts[player] & mask:
                     raise ValueError(f"player {player}: placed patches overlap")
-                state.quilts[player] |= move.mask
+                state.quilts[player] |= mask
                 state.button_cells[player] |= buttons_mask
-                state.placed[player].append((pid, move.mask))
+                state.placed[player].append((pid, mask))
         state.special_spaces_left = [int(v) for v in data["special_spaces_left"]]
         state.bonus_owner = data["bonus_owner"]
         state.on_top = int(data["on_top"])
@@ -415,6 +416,25 @@ class GameState:
     def __repr__(self) -> str:
         return (f"<GameState ply={self.ply} to_move={self.to_move()} decision={self.decision()} "
                 f"positions={self.positions} buttons={self.buttons}>")
+
+
+def _cells_mask(cells: list[list[int]], rows: int, cols: int) -> int:
+    """A bitboard from [row, col] pairs; ValueError if a cell is off the board or repeated."""
+    mask = 0
+    for row, col in cells:
+        if not (0 <= row < rows and 0 <= col < cols):
+            raise ValueError(f"cell [{row}, {col}] is off the {rows}x{cols} quilt")
+        mask |= 1 << (row * cols + col)
+    if mask.bit_count() != len(cells):
+        raise ValueError("a cell is listed twice")
+    return mask
+
+
+@cache
+def _row_text(covered: int, buttons: int, cols: int) -> str:
+    """One quilt row as text; cached because the same rows recur all game long."""
+    return "".join("o" if buttons >> c & 1 else "#" if covered >> c & 1 else "."
+                   for c in range(cols))
 
 
 def _cell_text(move: Move, cols: int) -> str:

@@ -20,7 +20,7 @@ first_move_ms = 5000
 Every key is optional. Relative paths in a file are relative to the file's folder;
 paths given on the command line are relative to the working directory. Without a
 file and without entrants the embedded demo is used: the repository's sample bots,
-round robin, 2 games per pairing, seed 1.
+round robin, 10 games per pairing, seed 1.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "s
 """The keys that change the games played; a resumed tournament must agree on all of them."""
 
 DEFAULTS: dict[str, Any] = {
-    "format": "round-robin", "challengers": [], "games": 2, "edition": "revised", "seed": 1,
+    "format": "round-robin", "challengers": [], "games": 10, "edition": "revised", "seed": 1,
     "per_move_ms": 1000, "bank_ms": 10_000, "first_move_ms": 5000,
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")

@@ -1,0 +1,155 @@
+"""Running a tournament's games on a Dask distributed cluster (``--dask ADDRESS``).
+
+The coordinator keeps the results folder exactly as in a local run; only where games
+are played changes. Each bot folder is packed once into a deterministic tar archive
+named by its SHA-256, scattered to every worker once (``broadcast=True``), and
+unpacked there into a cache keyed by that hash (execute bits kept), then built once.
+Each worker thread keeps its own bot processes across the games it plays. Results
+stream back with ``as_completed`` and are stored by the coordinator, so resuming works
+the same as locally.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import fcntl
+import hashlib
+import io
+import os
+import tarfile
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from arena.channel.manifest import Manifest
+from arena.errors import ArenaError
+from arena.match import BotPool, build_all
+from arena.tournament.config import Entrant, TournamentConfig
+from arena.tournament.runner import Finished, play_spec
+from arena.tournament.schedule import GameSpec
+
+CACHE_ENV = "ARENA_DASK_CACHE"
+
+
+def pack_bot(folder: Path) -> bytes:
+    """A deterministic tar of a bot folder: same files and modes give the same bytes."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if "__pycache__" in relative.parts or path.is_symlink():
+                continue
+            info = archive.gettarinfo(str(path), arcname=str(relative))
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if path.is_file():
+                with path.open("rb") as handle:
+                    archive.addfile(info, handle)
+            else:
+                archive.addfile(info)
+    return buffer.getvalue()
+
+
+def bundle_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class DaskExecutor:
+    """Plays games as Dask tasks on the cluster whose scheduler is at ``address``."""
+
+    def __init__(self, config: TournamentConfig, address: str, *, timeout_s: float = 15.0) -> None:
+        from distributed import Client
+
+        self.config = config
+        try:
+            self.client = Client(address, timeout=timeout_s)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ArenaError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        self._futures: list[Any] = []
+
+    def run(self, specs: list[GameSpec]) -> Iterator[Finished]:
+        from distributed import as_completed
+
+        bundles = {}
+        for entrant in self.config.entrants:
+            data = pack_bot(entrant.folder)
+            bundles[entrant.name] = (bundle_hash(data), data)
+        # One transfer per bot and worker, whatever the number of games.
+        shipped = self.client.scatter({name: bundle for name, bundle in bundles.items()},
+                                      broadcast=True, hash=False)
+        config_json = self.config.to_json()
+        self._futures = [
+            self.client.submit(play_on_worker, config_json, shipped, spec, pure=False,
+                               key=f"arena-{os.getpid()}-{spec.game_id}")
+            for spec in specs]
+        for future in as_completed(self._futures):
+            spec, record, duration = future.result()
+            yield spec, record, duration
+
+    def close(self) -> None:
+        for future in self._futures:
+            future.cancel()
+        self.client.close()
+
+
+# ------------------------------------------------------------------ on the worker
+_local = threading.local()
+_unpack_lock = threading.Lock()
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path(tempfile.gettempdir()) / "arena-dask-bots")
+
+
+@contextmanager
+def _cache_lock() -> Iterator[None]:
+    """Serialise unpacking and building across the threads and processes of one machine."""
+    cache = _cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    with _unpack_lock, (cache / ".lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _unpack(name: str, digest: str, data: bytes) -> Path:
+    """Unpack a bundle into the cache once (by hash); returns the bot folder. Call locked."""
+    target = _cache_dir() / digest / name
+    if not target.exists():
+        staging = Path(tempfile.mkdtemp(prefix="unpack-", dir=_cache_dir()))
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            archive.extractall(staging, filter="tar")  # "tar" keeps execute bits, refuses escapes
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, target)
+    return target
+
+
+def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, bytes]],
+                   spec: GameSpec) -> Finished:
+    """A Dask task: play one game with this worker thread's bot processes."""
+    config = TournamentConfig.from_json(config_json)
+    key = tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), config.edition
+    pool_entry = getattr(_local, "pools", {}).get(key)
+    if pool_entry is None:
+        log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
+        with _cache_lock():
+            folders = {name: _unpack(name, digest, data) for name, (digest, data) in bundles.items()}
+            config = dataclasses.replace(config, entrants=tuple(
+                Entrant(e.name, folders[e.name], e.description) for e in config.entrants))
+            manifests = [Manifest.load(folder) for folder in config.folders]
+            broken = build_all(manifests, log_dir, list(config.names))
+        pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken)
+        atexit.register(pool.close)
+        pool_entry = (pool, {name: i for i, name in enumerate(config.names)})
+        if not hasattr(_local, "pools"):
+            _local.pools = {}
+        _local.pools[key] = pool_entry
+    pool, index = pool_entry
+    return play_spec(pool, index, config, spec)

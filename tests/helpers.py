@@ -1,0 +1,41 @@
+"""Shared helpers for tests that start real bot processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from arena.channel.manifest import Manifest
+from arena.channel.process import MARKER_VAR
+
+
+def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "zmq",
+              build: str | None = None) -> Manifest:
+    """Write a bot folder with a bot.toml and return its manifest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f'name = "{name}"', f"command = {command!r}".replace("'", '"'),
+             f'protocol = "{protocol}"']
+    if build:
+        lines.append(f"build = {build!r}".replace("'", '"') if "'" not in build
+                     else f"build = '''{build}'''")
+    (folder / "bot.toml").write_text("\n".join(lines) + "\n")
+    return Manifest.load(folder)
+
+
+def live_bot_processes(markers: list[str]) -> list[int]:
+    """Pids of live processes that carry one of these bot markers (belong to those bots)."""
+    needles = [f"{MARKER_VAR}={marker}".encode() for marker in markers]
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environ = handle.read()
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if any(n in environ for n in needles) and state != b"Z":
+            found.append(int(entry))
+    return found

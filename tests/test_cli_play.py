@@ -1,0 +1,82 @@
+"""`arena play` and `arena check-bot` as a user runs them: real subprocesses end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from arena.match import sample_bots_dir
+from arena.records import replay
+
+MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
+
+
+def arena(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from arena.cli import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(sample_bots_dir() / "greedy"), str(sample_bots_dir() / "random"),
+                 "--games", "4", "--seed", "11", "--out", str(out), "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("game ")]
+    assert len(lines) == 4
+    assert "greedy (seat 0) vs random (seat 1)" in lines[0]
+    assert "random (seat 0) vs greedy (seat 1)" in lines[1]
+    assert "summary: greedy" in proc.stdout
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["seed"] for r in records] == [11, 11, 12, 12]
+    assert [r["players"] for r in records[:2]] == [["greedy", "random"], ["random", "greedy"]]
+    for record in records:
+        replay(record)
+        assert all("time_ms" in m for m in record["moves"])
+    # the replay command accepts what play wrote
+    shown = arena("replay", str(out), "--game", "4")
+    assert shown.returncode == 0 and "4 record(s) valid" in shown.stdout
+
+
+def test_play_show_renders_positions(tmp_path: Path) -> None:
+    proc = arena("play", str(sample_bots_dir() / "random"), str(sample_bots_dir() / "random"),
+                 "--games", "1", "--show", "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    assert "random vs random-2" not in proc.stdout  # names are made unique per seat
+    assert "random-2" in proc.stdout and proc.stdout.count("time |") > 20
+
+
+def test_play_records_the_failure_reason(tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bot.toml").write_text(
+        f'name = "bad"\ncommand = ["{sys.executable}", "{MISBEHAVE}", "illegal"]\n')
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(bad), str(sample_bots_dir() / "random"), "--games", "1",
+                 "--out", str(out), "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    assert "random wins (illegal_move)" in proc.stdout
+    result = json.loads(out.read_text())["result"]
+    assert result["reason"] == "illegal_move" and result["loser"] == 0
+    assert "not one of the next choices" in result["detail"]
+
+
+def test_play_rejects_a_folder_without_manifest(tmp_path: Path) -> None:
+    proc = arena("play", str(tmp_path), str(sample_bots_dir() / "random"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "no bot.toml" in proc.stderr
+
+
+def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None:
+    good = arena("check-bot", str(sample_bots_dir() / "greedy"), "--games", "2")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "handshake: ok" in good.stdout and "PASS" in good.stdout
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bot.toml").write_text(
+        f'name = "bad"\ncommand = ["{sys.executable}", "{MISBEHAVE}", "schema"]\n')
+    proc = arena("check-bot", str(bad), "--games", "2")
+    assert proc.returncode == 1
+    assert "FAIL" in proc.stderr and "schema" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,54 @@
+"""The sample bots through the real protocol: every pairing plays, greedy beats random."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from arena.channel.manifest import Manifest
+from arena.engine import Termination
+from arena.match import BotPool, sample_bots_dir
+from arena.records import replay
+from tests.helpers import live_bot_processes
+
+SAMPLES = ["random", "greedy", "cbot"]
+
+
+@pytest.mark.parametrize(("a", "b"), list(itertools.combinations(SAMPLES, 2)))
+def test_full_game_between_each_pair_of_sample_bots(tmp_path: Path, a: str, b: str) -> None:
+    manifests = [Manifest.load(sample_bots_dir() / name) for name in (a, b)]
+    with BotPool(manifests, tmp_path / "logs") as pool:
+        assert pool.build_errors == {}
+        results = [pool.play(0, 1, seed=3), pool.play(1, 0, seed=3)]
+    for result in results:
+        assert result.termination is Termination.NORMAL, result.detail
+        final = replay(result.record)[-1]
+        assert final.is_terminal() and list(final.scores()) == result.record["result"]["scores"]
+        assert all(m["time_ms"] >= 0 for m in result.record["moves"])
+    assert live_bot_processes([m for h in pool.handles for m in h.markers]) == []
+
+
+def test_c_bot_is_built_by_the_harness(tmp_path: Path) -> None:
+    binary = sample_bots_dir() / "cbot" / "bot"
+    binary.unlink(missing_ok=True)
+    manifests = [Manifest.load(sample_bots_dir() / "cbot"), Manifest.load(sample_bots_dir() / "random")]
+    with BotPool(manifests, tmp_path / "logs") as pool:
+        assert binary.exists() and pool.build_errors == {}
+        result = pool.play(0, 1, seed=5)
+    assert result.termination is Termination.NORMAL
+    assert any(m.get("info") == "C bot" for m in result.record["moves"] if m["player"] == 0)
+
+
+@pytest.mark.slow
+def test_greedy_beats_random_in_at_least_90_of_100_games(tmp_path: Path) -> None:
+    manifests = [Manifest.load(sample_bots_dir() / name) for name in ("greedy", "random")]
+    greedy_wins = 0
+    with BotPool(manifests, tmp_path / "logs") as pool:
+        for game in range(100):
+            seats = (0, 1) if game % 2 == 0 else (1, 0)
+            result = pool.play(*seats, seed=1000 + game // 2)
+            assert result.termination is Termination.NORMAL, result.detail
+            greedy_wins += seats[result.winner] == 0
+    assert greedy_wins >= 90, f"greedy won only {greedy_wins} of 100"
