@@ -89,6 +89,54 @@ def bench_referee(games: int = 60) -> None:
     print("   apply it, build, encode and send the next request)")
 
 
+def bench_tournament(games_per_pairing: int = 20) -> None:
+    """Round robin of three random bots at concurrency 1 and 2, then on a Dask LocalCluster."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from arena.match import sample_bots_dir
+    from arena.tournament.config import load_config
+    from arena.tournament.runner import run_tournament
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bots = Path(tmp) / "bots"
+        for name in ("random-a", "random-b", "random-c"):
+            shutil.copytree(sample_bots_dir() / "random", bots / name)
+            toml = bots / name / "bot.toml"
+            toml.write_text(toml.read_text().replace('name = "random"', f'name = "{name}"'))
+
+        def timed(concurrency: int, label: str, executor_factory=None) -> float:  # type: ignore[no-untyped-def]
+            config = load_config(None, {"entrants": [str(bots)], "games": games_per_pairing,
+                                        "concurrency": concurrency, "out": str(Path(tmp) / label)})
+            executor = executor_factory(config) if executor_factory else None
+            summary = run_tournament(config, executor=executor)
+            return summary.played / summary.seconds
+
+        print(f"tournament (round robin of 3 random bots, {3 * games_per_pairing} games, "
+              "stored in SQLite)")
+        rates = {}
+        for concurrency in (1, 2):
+            rates[concurrency] = timed(concurrency, f"c{concurrency}")
+            print(f"  concurrency {concurrency}:               {rates[concurrency]:10.1f} games/s")
+        print(f"  scaling 1 -> 2:              {rates[2] / rates[1]:10.2f}x")
+        try:
+            from distributed import LocalCluster
+
+            from arena.tournament.distributed import DaskExecutor
+        except ImportError:  # pragma: no cover
+            print("  dask: not installed")
+            return
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:
+            dask_rate = timed(2, "dask", lambda config: DaskExecutor(config, cluster.scheduler_address))
+        games = 3 * games_per_pairing
+        extra_ms = (games / dask_rate - games / rates[2]) / games * 2 * 1000
+        print(f"  dask LocalCluster (2 workers): {dask_rate:8.1f} games/s   "
+              f"(extra cost per game vs local: {extra_ms:+.0f} ms of worker time, "
+              "first use: shipping and starting bots included)")
+
+
 def _us(samples_ns: list[int]) -> str:
     mean = statistics.fmean(samples_ns) / 1000
     p50 = statistics.median(samples_ns) / 1000
@@ -96,7 +144,8 @@ def _us(samples_ns: list[int]) -> str:
     return f"mean {mean:7.2f} us   p50 {p50:7.2f} us   p99 {p99:7.2f} us"
 
 
-SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee}
+SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
+                                "tournament": bench_tournament}
 
 
 def main(argv: list[str]) -> None:

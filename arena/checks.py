@@ -74,3 +74,33 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 report.problems.append(f"a move took {slowest:.0f} ms, over the {per_move_ms} ms "
                                        "per-move limit (it drew on the bank)")
     return report
+
+
+def submit(bot: Path, entrants: Path, *, games: int = 4) -> tuple[ConformanceReport, Path | None]:
+    """Build and check ``bot``; copy it into ``entrants/<name>`` only if it passes.
+
+    An entrant of the same name is replaced (atomically: the new copy is complete before
+    the old one goes). Returns the report and the installed folder (None if refused).
+    """
+    import shutil
+    import tempfile
+
+    report = run_conformance(bot, games=games)
+    if report.problems:
+        return report, None
+    manifest = Manifest.load(bot)
+    entrants.mkdir(parents=True, exist_ok=True)
+    target = entrants / manifest.name
+    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
+    shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    old = None
+    if target.exists():
+        old = entrants / f".{manifest.name}-old"
+        shutil.rmtree(old, ignore_errors=True)
+        target.rename(old)
+    (staging / "bot").rename(target)
+    shutil.rmtree(staging, ignore_errors=True)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return report, target

@@ -161,7 +161,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     wins = [0, 0]
     failures = 0
     with BotPool(manifests, logs) as pool:
-        for index, error in pool.build_errors.items():
+        for error in pool.build_errors.values():
             click.echo(f"warning: {error}", err=True)
         names = pool.labels
         for game in range(games):
@@ -400,3 +400,26 @@ def _tc(per_move_ms: int, bank_ms: int, first_move_ms: int):  # type: ignore[no-
     from arena.referee import TimeControl
 
     return TimeControl(per_move_ms, bank_ms, first_move_ms)
+
+
+@main.command()
+@click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--entrants", type=click.Path(file_okay=False, path_type=Path), default=Path("entrants"),
+              show_default=True, help="The folder of entrants a tournament reads.")
+@click.option("--games", type=click.IntRange(min=2), default=4, show_default=True,
+              help="Conformance games against the random sample bot.")
+def submit(bot: Path, entrants: Path, games: int) -> None:
+    """Hand in BOT: build it, run the conformance check, and copy it into the entrants
+    folder only if it passes (an entrant of the same name is replaced)."""
+    from arena.checks import submit as submit_bot
+
+    report, installed = submit_bot(bot, entrants, games=games)
+    for line in report.lines:
+        click.echo(line)
+    if installed is None:
+        click.echo(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} problem(s):",
+                   err=True)
+        for problem in report.problems:
+            click.echo(f"  - {problem}", err=True)
+        raise SystemExit(1)
+    click.echo(f"ACCEPTED: installed as {installed}")

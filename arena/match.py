@@ -16,7 +16,7 @@ from arena.channel.process import ResourceLimits
 from arena.channel.transport import ZmqHub
 from arena.errors import ArenaError, BotStartError
 from arena.protocol.codec import load_schemas
-from arena.referee import GameResult, MoveCallback, TimeControl, play_game
+from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
 
 
 def sample_bots_dir() -> Path:
@@ -74,7 +74,7 @@ class BotPool:
             self.handles[index].broken = error
 
     def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
-             first_player: int = 0, time_control: TimeControl = TimeControl(),
+             first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
              game_id: str = "game", on_move: MoveCallback | None = None) -> GameResult:
         bots = (self.handles[seat0], self.handles[seat1])
         return play_game(bots, seed=seed, edition=edition, first_player=first_player,

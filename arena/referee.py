@@ -55,6 +55,8 @@ class TimeControl:
                 "first_move_ms": self.first_move_ms}
 
 
+DEFAULT_TIME_CONTROL = TimeControl()
+
 _REASONS: list[tuple[type[Exception], Termination]] = [
     (BotTimeoutError, Termination.TIMEOUT),
     (BotTerminatedError, Termination.CRASH),
@@ -104,7 +106,7 @@ class _Forfeit(Exception):
 
 
 def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "revised",
-              first_player: int = 0, time_control: TimeControl = TimeControl(),
+              first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
               game_id: str = "game", on_move: MoveCallback | None = None,
               clock: Callable[[], float] = time.monotonic) -> GameResult:
     """Play one game; ``bots[i]`` sits in seat i. Never raises because of a bot."""
@@ -174,6 +176,7 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
         termination = termination_for(forfeit.error)
         detail = str(forfeit.error)
         log.info("game %s: %s loses: %s (%s)", game_id, players[loser], termination.value, detail)
+        _tell_offender(bots[loser], termination, detail)
         bots[loser].kill()
     except KeyboardInterrupt:
         for bot in bots:
@@ -202,6 +205,16 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
                          finished_at=utc_now())
     return GameResult(record, termination, winner, loser, detail, overhead,
                       time.perf_counter() - wall_start, stale)
+
+
+def _tell_offender(bot: BotHandle, termination: Termination, detail: str) -> None:
+    """Best effort: tell a bot at fault what it did (PROTOCOL.md, "How a game ends")."""
+    if termination in (Termination.CRASH, Termination.START_FAILURE) or not bot.is_running():
+        return
+    try:
+        bot.send({"type": "error", "message": f"{termination.value}: {detail}"[:1000]})
+    except ArenaError:
+        pass
 
 
 def _start(bot: BotHandle, seat: int) -> None:

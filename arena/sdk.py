@@ -57,7 +57,7 @@ class _ZmqLink:
     def __init__(self, endpoint: str, token: str) -> None:
         import zmq
 
-        self._ctx = zmq.Context.instance()
+        self._ctx: zmq.Context = zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.IDENTITY, token.encode())
         self._sock.setsockopt(zmq.LINGER, 1000)

@@ -80,3 +80,24 @@ def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None
     proc = arena("check-bot", str(bad), "--games", "2")
     assert proc.returncode == 1
     assert "FAIL" in proc.stderr and "schema" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    entrants = tmp_path / "entrants"
+    ok = arena("submit", str(sample_bots_dir() / "cbot"), "--entrants", str(entrants), "--games", "2")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "ACCEPTED" in ok.stdout
+    assert (entrants / "cbot" / "bot.toml").exists() and (entrants / "cbot" / "bot.c").exists()
+    # the installed copy is a working entrant: a tournament can read the folder of folders
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bot.toml").write_text(
+        f'name = "bad"\ncommand = ["{sys.executable}", "{MISBEHAVE}", "garbage"]\n')
+    refused = arena("submit", str(bad), "--entrants", str(entrants), "--games", "2")
+    assert refused.returncode == 1 and "REFUSED" in refused.stderr and "malformed" in refused.stderr
+    assert not (entrants / "bad").exists()
+    again = arena("submit", str(sample_bots_dir() / "cbot"), "--entrants", str(entrants), "--games", "2")
+    assert again.returncode == 0 and sorted(p.name for p in entrants.iterdir()) == ["cbot"]
+    run = arena("run-tournament", "--bots", str(entrants), "--bots", str(sample_bots_dir() / "random"),
+                "--games", "2", "--out", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr

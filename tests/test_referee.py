@@ -52,6 +52,8 @@ CASES = [
     ("huge", False, Termination.OVERSIZE, ""),
     ("flood", False, Termination.PROTOCOL, ""),
     ("bad_hello", False, Termination.SCHEMA, ""),
+    ("wrong_protocol", False, Termination.START_FAILURE, "speaks protocol 2"),
+    ("move_first", False, Termination.START_FAILURE, "first message must be hello"),
     ("crash", True, Termination.CRASH, "exit code 3"),
     ("garbage", True, Termination.MALFORMED, ""),
     ("huge", True, Termination.OVERSIZE, ""),

@@ -18,7 +18,7 @@ from arena import __version__
 from arena.channel.manifest import Manifest
 from arena.channel.process import BotProcess, ResourceLimits
 from arena.channel.transport import Channel, StdioChannel, ZmqHub
-from arena.errors import BotStartError, ProtocolViolationError
+from arena.errors import BotStartError
 from arena.protocol.codec import decode, encode
 
 log = logging.getLogger("arena.wire")
@@ -99,11 +99,10 @@ class BotHandle:
         if hello is None:
             raise BotStartError(f"bot {self.name}: no hello within {self._start_timeout_s:g} s of start")
         if hello["type"] != "hello":
-            raise ProtocolViolationError(f"bot {self.name}: the first message must be hello, "
-                                         f"got {hello['type']}")
+            raise BotStartError(f"bot {self.name}: the first message must be hello, got {hello['type']}")
         if hello["protocol"] != PROTOCOL_VERSION:
-            raise ProtocolViolationError(f"bot {self.name}: speaks protocol {hello['protocol']}, "
-                                         f"the referee speaks {PROTOCOL_VERSION}")
+            raise BotStartError(f"bot {self.name}: speaks protocol {hello['protocol']}, "
+                                f"the referee speaks {PROTOCOL_VERSION}")
         self.hello = hello
         self.send({"type": "welcome", "protocol": PROTOCOL_VERSION,
                    "referee": f"patchwork-arena {__version__}"})

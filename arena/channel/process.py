@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from arena.errors import BotStartError, ConfigError
 
@@ -94,6 +94,7 @@ class ResourceLimits:
 
 
 _PR_SET_PDEATHSIG = 1
+_prctl: Any
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # pragma: no cover - not Linux

@@ -61,6 +61,10 @@ def main() -> None:
     link = Link()
     if KIND == "bad_hello":
         link.send({"type": "hello", "name": "x"})
+    elif KIND == "wrong_protocol":
+        link.send({"type": "hello", "name": "future", "version": "9", "protocol": 2})
+    elif KIND == "move_first":
+        link.send({"type": "move", "seq": 1, "move": {"action": "advance"}})
     else:
         link.send({"type": "hello", "name": f"misbehave-{KIND}", "version": "1", "protocol": 1,
                    "capabilities": {"legal_moves": False}})
