@@ -29,7 +29,7 @@ from arena.errors import (
     ProtocolViolationError,
     SchemaViolationError,
 )
-from arena.protocol.codec import encode
+from arena.protocol.codec import encode_trusted as encode
 from arena.records import make_record, utc_now
 
 log = logging.getLogger("arena.referee")

@@ -650,3 +650,40 @@ def _time(function: Any, arg: Any, n: int) -> float:
     for _ in range(n):
         function(arg)
     return (time.perf_counter() - start) / n
+
+
+# ---------------------------------------------------------------- the move fast path
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from arena.protocol.codec import is_plain_move  # noqa: E402
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 90), st.floats(-1, 9, allow_nan=False),
+                    st.text(max_size=3), st.lists(st.integers(-1, 9), max_size=3))
+_CELLS = st.lists(st.one_of(st.lists(st.integers(-1, 9), min_size=0, max_size=3), _VALUES), max_size=6)
+_MOVES = st.one_of(
+    st.fixed_dictionaries({"action": st.sampled_from(["advance", "buy", "special", "fly"])},
+                          optional={"patch": st.one_of(st.integers(-2, 40), _VALUES), "cells": _CELLS,
+                                    "extra": _VALUES}),
+    _VALUES)
+_MESSAGES = st.fixed_dictionaries(
+    {"type": st.sampled_from(["move", "move", "hello", "error"])},
+    optional={"seq": st.one_of(st.integers(-1, 1000), _VALUES), "move": _MOVES,
+              "info": st.one_of(st.text(max_size=5), _VALUES, st.just("x" * 1001)),
+              "x-debug": _VALUES, "other": _VALUES})
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_MESSAGES)
+def test_move_fast_path_never_accepts_what_the_schema_rejects(msg: dict) -> None:
+    if is_plain_move(msg):
+        validate(msg, sender="bot")  # raises if the schema disagrees
+
+
+def test_move_fast_path_accepts_the_usual_moves() -> None:
+    for move in ({"action": "advance"}, {"action": "special", "cells": [[8, 8]]},
+                 {"action": "buy", "patch": 3, "cells": [[0, 0], [0, 1], [0, 2], [0, 3], [0, 4]]}):
+        assert is_plain_move({"type": "move", "seq": 7, "move": move, "info": "hi"})
+    assert not is_plain_move({"type": "move", "seq": 7, "move": {"action": "special",
+                                                                "cells": [[0, 0], [0, 1]]}})
+    assert not is_plain_move({"type": "move", "seq": 1.0, "move": {"action": "advance"}})

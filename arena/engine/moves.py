@@ -7,6 +7,7 @@ in any order; internally a move carries the cells as a bitboard mask.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 from arena.errors import MoveFormatError
@@ -52,12 +53,11 @@ class Move(NamedTuple):
         action = data.get("action")
         if action not in ACTIONS:
             raise MoveFormatError(f"unknown action {_short(action)}: expected advance, buy or special")
-        expected = {"advance": {"action"}, "buy": {"action", "patch", "cells"},
-                    "special": {"action", "cells"}}[action]
-        extra = set(data) - expected - {"player", "time_ms", "info"}
+        expected = _FIELDS[action]
+        extra = data.keys() - expected - _RECORD_FIELDS
         if extra:
             raise MoveFormatError(f"{action} move has unexpected field(s): {', '.join(sorted(extra))}")
-        missing = expected - set(data)
+        missing = expected - data.keys()
         if missing:
             raise MoveFormatError(f"{action} move lacks field(s): {', '.join(sorted(missing))}")
         if action == "advance":
@@ -72,13 +72,19 @@ class Move(NamedTuple):
 
 def mask_cells(mask: int, cols: int = 9) -> list[list[int]]:
     """The set bits of a bitboard as sorted [row, col] pairs (lowest bit first)."""
+    return [[row, col] for row, col in _cell_pairs(mask, cols)]
+
+
+@lru_cache(maxsize=1 << 16)
+def _cell_pairs(mask: int, cols: int) -> tuple[tuple[int, int], ...]:
+    # Cached: the same placements are turned into JSON at every move of a refereed game.
     out = []
     while mask:
         low = mask & -mask
         bit = low.bit_length() - 1
-        out.append([bit // cols, bit % cols])
+        out.append((bit // cols, bit % cols))
         mask ^= low
-    return out
+    return tuple(out)
 
 
 def _cells_to_mask(cells: Any, rows: int, cols: int) -> int:
@@ -86,8 +92,7 @@ def _cells_to_mask(cells: Any, rows: int, cols: int) -> int:
         raise MoveFormatError(f"cells must be a non-empty list of [row, col] pairs, got {_short(cells)}")
     mask = 0
     for cell in cells:
-        if (not isinstance(cell, list) or len(cell) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in cell)):
+        if type(cell) is not list or len(cell) != 2 or type(cell[0]) is not int or type(cell[1]) is not int:
             raise MoveFormatError(f"a cell must be a [row, col] pair of integers, got {_short(cell)}")
         row, col = cell
         if not (0 <= row < rows and 0 <= col < cols):
@@ -105,3 +110,6 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 ADVANCE = Move("advance")
+_FIELDS = {"advance": frozenset({"action"}), "buy": frozenset({"action", "patch", "cells"}),
+           "special": frozenset({"action", "cells"})}
+_RECORD_FIELDS = frozenset({"player", "time_ms", "info"})  # what a game record adds to a move

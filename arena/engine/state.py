@@ -56,11 +56,12 @@ class GameState:
     __slots__ = (
         "ruleset", "_tables", "seed", "first_player", "ply", "positions", "buttons", "income",
         "quilts", "button_cells", "placed", "circle", "special_spaces_left", "bonus_owner",
-        "on_top", "first_to_finish", "pending_special",
+        "on_top", "first_to_finish", "pending_special", "_placed_json",
     )
 
     ruleset: Ruleset
     _tables: Tables
+    _placed_json: tuple[list[tuple[tuple[int | None, int], dict[str, Any]]], ...]
     seed: int | None
     first_player: int
     ply: int
@@ -115,6 +116,7 @@ class GameState:
         state.on_top = first_player  # 7: at the start the starting player moves first
         state.first_to_finish = None
         state.pending_special = None
+        state._placed_json = ([], [])
         return state
 
     def clone(self) -> GameState:
@@ -136,6 +138,7 @@ class GameState:
         other.on_top = self.on_top
         other.first_to_finish = self.first_to_finish
         other.pending_special = self.pending_special
+        other._placed_json = ([], [])  # a cache of to_json(), rebuilt on demand
         return other
 
     # ---------------------------------------------------------------- queries
@@ -354,14 +357,25 @@ class GameState:
             "buttons": self.buttons[:],
             "income": self.income[:],
             "quilts": [self.quilt_rows(p) for p in (0, 1)],
-            "placed": [[{"patch": pid, "cells": mask_cells(mask, rules.cols)}
-                        for pid, mask in self.placed[p]] for p in (0, 1)],
+            "placed": [self._placed_entries(p) for p in (0, 1)],
             "circle": self.circle[:],
             "special_spaces_left": self.special_spaces_left[:],
             "bonus_owner": self.bonus_owner,
             "on_top": self.on_top,
             "first_to_finish": self.first_to_finish,
         }
+
+    def _placed_entries(self, player: int) -> list[dict[str, Any]]:
+        """The JSON of a player's placed patches. Placements only ever get appended, so the
+        entries are cached and each call converts only the new ones (the referee serialises
+        the state at every move). The cell lists are shared between calls: read-only."""
+        placed, cache = self.placed[player], self._placed_json[player]
+        if len(cache) > len(placed) or (cache and cache[-1][0] != placed[len(cache) - 1]):
+            cache.clear()  # the placements were replaced from outside: start again
+        cols = self.ruleset.cols
+        for pid, mask in placed[len(cache):]:
+            cache.append(((pid, mask), {"patch": pid, "cells": mask_cells(mask, cols)}))
+        return [dict(entry) for _, entry in cache]
 
     def quilt_rows(self, player: int) -> list[str]:
         """The quilt as strings: '.' empty, '#' covered, 'o' a covered cell with a button."""

@@ -1,8 +1,9 @@
 """A scripted misbehaving bot for the referee tests (fastchess-style test engines).
 
-Usage: python misbehave.py KIND [stdio]. It plays like the random bot (first legal
+Usage: python misbehave.py KIND [stdio] [LOG]. It plays like the random bot (first legal
 move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it speak
-JSON lines on stdin/stdout instead of ZeroMQ.
+JSON lines on stdin/stdout instead of ZeroMQ; the ``recorder`` kind plays normally and
+appends every message it receives to LOG (the last argument).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from arena.engine import GameState
 
 KIND = sys.argv[1]
-STDIO = len(sys.argv) > 2 and sys.argv[2] == "stdio"
+STDIO = "stdio" in sys.argv[2:]
 TRIGGER_MOVE = 3  # misbehave on this move of the game (1-based), so the game is under way
 
 
@@ -44,9 +45,15 @@ class Link:
 
     def recv(self) -> dict | None:
         if self.sock is None:
-            line = sys.stdin.readline()
-            return json.loads(line) if line else None
-        return json.loads(self.sock.recv())
+            raw = sys.stdin.readline()
+            if not raw:
+                return None
+        else:
+            raw = self.sock.recv().decode()
+        if KIND == "recorder":  # keep every message the referee sent, verbatim
+            with open(sys.argv[-1], "a") as log:
+                log.write(raw.rstrip("\n") + "\n")
+        return json.loads(raw)
 
 
 def move_reply(seq: int, state: GameState) -> dict:
@@ -67,7 +74,7 @@ def main() -> None:
         link.send({"type": "move", "seq": 1, "move": {"action": "advance"}})
     else:
         link.send({"type": "hello", "name": f"misbehave-{KIND}", "version": "1", "protocol": 1,
-                   "capabilities": {"legal_moves": False}})
+                   "capabilities": {"legal_moves": KIND == "recorder"}})
     if KIND == "forks":
         for _ in range(3):
             subprocess.Popen(["sleep", "300"])
@@ -124,7 +131,7 @@ def main() -> None:
             # during the next request and must be dropped, not taken as the answer.
             link.send(move_reply(seq - 1, state))
             link.send(move_reply(seq, state))
-        elif KIND in ("forks", "setsid_daemon", "bad_hello"):
+        elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder"):
             link.send(move_reply(seq, state))
         else:
             raise SystemExit(f"unknown kind {KIND}")
