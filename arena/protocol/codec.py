@@ -20,14 +20,13 @@ expected (stock JSON Schema would accept it; the engine would not).
 from __future__ import annotations
 
 import json
-
-import orjson
 import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import orjson
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
