@@ -14,6 +14,7 @@ from arena.channel.bot import BotHandle
 from arena.channel.manifest import Manifest, build
 from arena.channel.process import ResourceLimits
 from arena.channel.transport import ZmqHub
+from arena.engine import Ruleset
 from arena.errors import ArenaError, BotStartError
 from arena.protocol.codec import load_schemas
 from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
@@ -75,10 +76,11 @@ class BotPool:
 
     def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
              first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
-             game_id: str = "game", on_move: MoveCallback | None = None) -> GameResult:
+             game_id: str = "game", on_move: MoveCallback | None = None,
+             ruleset: Ruleset | None = None) -> GameResult:
         bots = (self.handles[seat0], self.handles[seat1])
         return play_game(bots, seed=seed, edition=edition, first_player=first_player,
-                         time_control=time_control, game_id=game_id, on_move=on_move)
+                         time_control=time_control, game_id=game_id, on_move=on_move, ruleset=ruleset)
 
     def start_time(self, index: int) -> float:
         """Start entrant ``index`` (if needed) and return how long the handshake took."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.engine import GameState, Move, Termination
+from arena.engine.components import ruleset_for
 from arena.errors import ArenaError, RecordError
 
 RECORD_FORMAT = "patchwork-arena/game-record"
@@ -30,16 +31,21 @@ def make_record(initial: GameState, players: tuple[str, str] | list[str],
     """Build a record. ``initial`` is the state before the first move; ``moves`` are move
     JSON objects with a ``player`` field (and optional ``time_ms``, ``info``); ``result``
     has ``scores``, ``winner``, ``reason`` (a Termination value) and optional ``detail``."""
+    rules = initial.ruleset
     record: dict[str, Any] = {
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
-        "ruleset": initial.ruleset.name,
-        "edition": initial.ruleset.edition,
+        "ruleset": rules.name,
+        "edition": rules.edition,
         "seed": initial.seed,
         "circle": initial.circle[:],
         "first_player": initial.first_player,
         "players": list(players),
     }
+    if rules.late_patch_ids:
+        record["reserve"] = initial.reserve[:]  # the order the late patches join in
+    if rules != ruleset_for(rules.name, rules.edition):
+        record["components"] = rules.components  # user-supplied: the record must carry them
     record.update(extra)
     record["moves"] = moves
     record["result"] = result
@@ -56,30 +62,30 @@ def normal_result(state: GameState) -> dict[str, Any]:
 
 def initial_state(record: dict[str, Any]) -> GameState:
     """The starting position a record describes (checks ruleset, edition, circle, seed)."""
-    if record.get("ruleset", "patchwork") != "patchwork":
-        raise RecordError(f"unknown ruleset {record.get('ruleset')!r}")
-    edition = record.get("edition", "revised")
     first = record.get("first_player")
     if first not in (0, 1):
         raise RecordError(f"first_player must be 0 or 1, got {first!r}")
-    circle = record.get("circle")
-    seed = record.get("seed")
+    circle, reserve, seed = record.get("circle"), record.get("reserve"), record.get("seed")
     try:
+        rules = ruleset_for(record.get("ruleset", "patchwork"), record.get("edition"),
+                            record.get("components"))
         if circle is None:
             if not isinstance(seed, int):
                 raise RecordError("the record has neither a circle nor an integer seed")
-            return GameState.new(seed, edition, first)
+            return GameState.new(seed, first_player=first, ruleset=rules)
         if not isinstance(circle, list) or not all(isinstance(i, int) for i in circle):
             raise RecordError("circle must be a list of patch ids")
-        state = GameState.from_circle(circle, first, edition, seed=seed)
+        state = GameState.from_circle(circle, first, ruleset=rules, seed=seed, reserve=reserve)
     except ValueError as exc:
         raise RecordError(str(exc)) from None
     except ArenaError as exc:
         raise RecordError(str(exc)) from None
     if circle[-1] != state.ruleset.last_patch_id:
         raise RecordError(f"circle must end with patch {state.ruleset.last_patch_id}")
-    if isinstance(seed, int) and GameState.new(seed, edition, first).circle != circle:
-        raise RecordError(f"circle does not match the shuffle of seed {seed}")
+    if isinstance(seed, int):
+        shuffled = GameState.new(seed, first_player=first, ruleset=rules)
+        if (shuffled.circle, shuffled.reserve) != (circle, state.reserve):
+            raise RecordError(f"circle does not match the shuffle of seed {seed}")
     return state
 
 

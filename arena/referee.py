@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.channel.bot import BotHandle
-from arena.engine import GameState, Move, Termination
+from arena.engine import GameState, Move, Ruleset, Termination
 from arena.errors import (
     ArenaError,
     BotStartError,
@@ -30,6 +30,7 @@ from arena.errors import (
     SchemaViolationError,
 )
 from arena.protocol.codec import encode_trusted as encode
+from arena.protocol.messages import components as wire_components
 from arena.records import make_record, utc_now
 
 log = logging.getLogger("arena.referee")
@@ -108,13 +109,16 @@ class _Forfeit(Exception):
 def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "revised",
               first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
               game_id: str = "game", on_move: MoveCallback | None = None,
-              clock: Callable[[], float] = time.monotonic) -> GameResult:
-    """Play one game; ``bots[i]`` sits in seat i. Never raises because of a bot."""
+              clock: Callable[[], float] = time.monotonic, ruleset: Ruleset | None = None) -> GameResult:
+    """Play one game; ``bots[i]`` sits in seat i. Never raises because of a bot.
+
+    ``ruleset`` chooses the game (default: Patchwork of ``edition``)."""
     started_at = utc_now()
     wall_start = time.perf_counter()
-    state = GameState.new(seed, edition, first_player)
+    state = GameState.new(seed, edition, first_player, ruleset=ruleset)
     initial = state.clone()
     players = (bots[0].name, bots[1].name)
+    components_table = wire_components(state.ruleset)
     moves: list[dict[str, Any]] = []
     banks_ms = [float(time_control.bank_ms)] * 2
     moved = [False, False]
@@ -126,9 +130,9 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
             _start(bots[seat], seat)
         for seat in (0, 1):
             _send(bots[seat], seat, {
-                "type": "new_game", "game_id": game_id, "seat": seat, "ruleset": "patchwork",
+                "type": "new_game", "game_id": game_id, "seat": seat, "ruleset": state.ruleset.name,
                 "edition": state.ruleset.edition, "time_control": time_control.to_json(),
-                "players": list(players), "components": _components(state)})
+                "players": list(players), "components": components_table})
         decode_ns = 0
         t_ready = time.perf_counter_ns()
         while (mover := state.to_move()) is not None:
@@ -273,16 +277,6 @@ def _await_move(bot: BotHandle, seat: int, seq: int, sent: float, allowance_ms: 
                 f"{bot.name} gave up: {message.get('message', '')[:200]}"))
         raise _Forfeit(seat, ProtocolViolationError(
             f"{bot.name} sent {kind!r} while a move was expected"))
-
-
-def _components(state: GameState) -> dict[str, Any]:
-    """The component table for the new_game message: the package data, edition resolved."""
-    data = dict(state.ruleset.components)
-    board = dict(data["time_board"])
-    board["special_patch_spaces"] = list(state.ruleset.special_spaces)
-    data["time_board"] = board
-    data["edition"] = state.ruleset.edition
-    return data
 
 
 def _short(value: Any, limit: int = 200) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.engine import GameState, Move
+from arena.engine.components import ruleset_from_wire
 
 PROTOCOL_VERSION = 1
 
@@ -100,6 +101,7 @@ def run(choose: Choose, name: str, version: str = "1.0", *, legal_moves: bool = 
                               "protocol": PROTOCOL_VERSION,
                               "capabilities": {"legal_moves": legal_moves}}))
         seat = 0
+        rules = None
         while True:
             text = link.recv()
             if text is None:
@@ -109,8 +111,9 @@ def run(choose: Choose, name: str, version: str = "1.0", *, legal_moves: bool = 
             kind = message.get("type")
             if kind == "new_game":
                 seat = message["seat"]
+                rules = ruleset_from_wire(message["ruleset"], message["edition"], message["components"])
             elif kind == "move_request":
-                state = GameState.from_json(message["state"])
+                state = GameState.from_json(message["state"], ruleset=rules)
                 clocks = message["clocks"][seat]
                 clock = Clock(clocks["per_move_ms"], clocks["bank_ms"], received)
                 answer = choose(state, state.legal_moves(), clock)

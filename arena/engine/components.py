@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from arena.errors import ConfigError
 
 Edition = Literal["revised", "original"]
 EDITIONS: tuple[Edition, ...] = ("revised", "original")
+GAMES: tuple[str, ...] = ("patchwork", "stack-n-stuff")
+UNVERIFIED_NOTE = ("Stack'n Stuff components are UNVERIFIED: the official tile list is not published; "
+                   "this is Patchwork Express data from one public source, used as a proxy.")
 
 _LOW64 = (1 << 64) - 1
 
@@ -112,10 +116,21 @@ class Ruleset:
     special_spaces: tuple[int, ...]
     patches: tuple[Patch, ...]
     last_patch_id: int
-    bonus_square: int
+    bonus_square: int  # 0: no bonus tile
     bonus_points: int
     empty_penalty: int
     components: dict = field(repr=False, compare=False)
+    late_patch_ids: tuple[int, ...] = ()  # join the circle, shuffled, behind the token ...
+    late_join_at: int = 0  # ... as soon as only this many of the others are left in it
+    special_removable: bool = False  # a special patch may be removed from play instead of placed
+    currency: str = "buttons"
+    unverified: str = ""  # a warning to show wherever these components are used
+
+    @property
+    def initial_patch_ids(self) -> tuple[int, ...]:
+        """The patches in the circle at setup (all but the late ones)."""
+        late = set(self.late_patch_ids)
+        return tuple(p.id for p in self.patches if p.id not in late)
 
     @property
     def cells(self) -> int:
@@ -163,6 +178,133 @@ def patchwork(edition: str = "revised") -> Ruleset:
         empty_penalty=data["empty_square_penalty"],
         components=data,
     )
+
+
+def stack_n_stuff(components: dict | None = None) -> Ruleset:
+    """The Stack'n Stuff ruleset from a component table (default: the shipped proxy data,
+    unverified). A user's table has the same schema; errors name the key and what was wrong."""
+    data = components if components is not None else _load_json("stack-n-stuff.json")
+    try:
+        return _stack_n_stuff(data)
+    except ConfigError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"Stack'n Stuff components: malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _stack_n_stuff(data: dict) -> Ruleset:
+    def need(mapping: dict, key: str, kind: type, where: str) -> Any:
+        if not isinstance(mapping, dict) or key not in mapping:
+            raise ConfigError(f"Stack'n Stuff components: missing key '{where}{key}'")
+        value = mapping[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ConfigError(f"Stack'n Stuff components: '{where}{key}' must be "
+                              f"{'an integer' if kind is int else 'a ' + kind.__name__}, got {value!r}")
+        return value
+
+    board, time_board = need(data, "board", dict, ""), need(data, "time_board", dict, "")
+    rows, cols = need(board, "rows", int, "board."), need(board, "cols", int, "board.")
+    if not (1 <= rows <= 9 and 1 <= cols <= 9):
+        raise ConfigError(f"Stack'n Stuff components: the board must be at most 9x9, got {rows}x{cols}")
+    final = need(time_board, "final_space", int, "time_board.")
+    spaces = {}
+    for key in ("income_spaces", "box_spaces"):
+        values = need(time_board, key, list, "time_board.")
+        if not all(isinstance(v, int) and 0 < v <= final for v in values):
+            raise ConfigError(f"Stack'n Stuff components: 'time_board.{key}' must list spaces 1..{final}")
+        spaces[key] = tuple(sorted(values))
+    patches: list[Patch] = []
+    late: list[int] = []
+    for group in ("stack_tiles", "stuff_tiles"):
+        for index, tile in enumerate(need(data, group, list, "")):
+            where = f"{group}[{index}]."
+            shape = need(tile, "shape", list, where)
+            width = len(shape[0]) if shape else 0
+            if (not shape or not all(isinstance(r, str) and len(r) == width and set(r) <= {"#", "."}
+                                     for r in shape) or "#" not in "".join(shape)):
+                raise ConfigError(f"Stack'n Stuff components: '{where}shape' must be rows of equal "
+                                  f"length made of '#' and '.', with at least one '#'")
+            patch = Patch(need(tile, "id", int, where), tuple(shape), need(tile, "cost", int, where),
+                          need(tile, "time", int, where), need(tile, "income", int, where))
+            if patch.buttons_cost < 0 or patch.time_cost < 0 or patch.income < 0:
+                raise ConfigError(f"Stack'n Stuff components: '{where}' cost, time and income must be >= 0")
+            patches.append(patch)
+            if group == "stuff_tiles":
+                late.append(patch.id)
+    patches.sort(key=lambda p: p.id)
+    if [p.id for p in patches] != list(range(len(patches))):
+        raise ConfigError("Stack'n Stuff components: tile ids must be 0..n-1, each used once")
+    smallest = need(data, "smallest_stack_tile_id", int, "")
+    if smallest in late or not 0 <= smallest < len(patches):
+        raise ConfigError("Stack'n Stuff components: 'smallest_stack_tile_id' must be a stack tile id")
+    return Ruleset(
+        name="stack-n-stuff", edition="standard", rows=rows, cols=cols,
+        starting_buttons=need(data, "starting_coins", int, ""), final_space=final,
+        income_spaces=spaces["income_spaces"], special_spaces=spaces["box_spaces"],
+        patches=tuple(patches), last_patch_id=smallest, bonus_square=0, bonus_points=0,
+        empty_penalty=2, components=data, late_patch_ids=tuple(late),
+        late_join_at=need(data, "stuff_tiles_join_when_stack_tiles_left", int, ""),
+        special_removable=True, currency="coins",
+        unverified=UNVERIFIED_NOTE if "UNVERIFIED" in str(data.get("about", ""))
+        else "Stack'n Stuff components supplied by the user (not verified by patchwork-arena).")
+
+
+def ruleset_for(game: str = "patchwork", edition: str | None = None,
+                components: dict | None = None) -> Ruleset:
+    """The ruleset of a game by name; ``components`` replaces the shipped component table
+    (Stack'n Stuff only: Patchwork's components are verified and fixed)."""
+    if game == "patchwork":
+        if components is not None:
+            raise ConfigError("custom components are supported for stack-n-stuff only")
+        return patchwork(edition or "revised")
+    if game == "stack-n-stuff":
+        if edition not in (None, "standard"):
+            raise ConfigError(f"stack-n-stuff has no edition {edition!r} (only 'standard')")
+        if components is None:
+            return _default_stack_n_stuff()
+        return stack_n_stuff(components)
+    raise ConfigError(f"unknown game {game!r}: expected one of {', '.join(GAMES)}")
+
+
+@cache
+def _default_stack_n_stuff() -> Ruleset:
+    return stack_n_stuff()
+
+
+def ruleset_from_wire(name: str, edition: str, table: dict) -> Ruleset:
+    """Rebuild a ruleset from the protocol's component table (``new_game.components``,
+    built by ``arena.protocol.messages.components``): how a bot gets custom components."""
+    quilt, board = table["quilt_board"], table["time_board"]
+    return Ruleset(
+        name=name, edition=edition, rows=quilt["rows"], cols=quilt["cols"],
+        starting_buttons=table["starting_buttons"], final_space=board["final_space"],
+        income_spaces=tuple(board["button_income_spaces"]),
+        special_spaces=tuple(board["special_patch_spaces"]),
+        patches=tuple(Patch(p["id"], tuple(p["shape"]), p["buttons_cost"], p["time_cost"], p["income"])
+                      for p in sorted(table["patches"], key=lambda p: p["id"])),
+        last_patch_id=table["smallest_patch_id"], bonus_square=table["bonus_tile"]["square"],
+        bonus_points=table["bonus_tile"]["points"], empty_penalty=table["empty_square_penalty"],
+        components=table, late_patch_ids=tuple(table.get("late_patch_ids", ())),
+        late_join_at=table.get("late_join_at", 0),
+        special_removable=table.get("special_removable", False),
+        currency=table.get("currency", "buttons"), unverified=table.get("unverified", ""))
+
+
+def load_components(path: Path) -> dict:
+    """Read a user's component file (JSON) for --components; errors name the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a component file must be a JSON object")
+    try:
+        stack_n_stuff(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return data
 
 
 @dataclass(frozen=True)

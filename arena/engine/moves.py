@@ -1,7 +1,8 @@
 """Moves: immutable values with a JSON form any language can produce.
 
 ``{"action": "advance"}``, ``{"action": "buy", "patch": ID, "cells": [[row, col], ...]}``
-and ``{"action": "special", "cells": [[row, col]]}``. Cells are 0-based and may come
+and ``{"action": "special", "cells": [[row, col]]}``, and in Stack'n Stuff ``{"action": "remove"}``
+(a box taken out of play instead of placed). Cells are 0-based and may come
 in any order; internally a move carries the cells as a bitboard mask.
 """
 
@@ -12,8 +13,8 @@ from typing import Any, Literal, NamedTuple
 
 from arena.errors import MoveFormatError
 
-Action = Literal["advance", "buy", "special"]
-ACTIONS: tuple[str, ...] = ("advance", "buy", "special")
+Action = Literal["advance", "buy", "special", "remove"]
+ACTIONS: tuple[str, ...] = ("advance", "buy", "special", "remove")
 
 
 class Move(NamedTuple):
@@ -36,8 +37,8 @@ class Move(NamedTuple):
         return mask_cells(self.mask, cols)
 
     def to_json(self, cols: int = 9) -> dict[str, Any]:
-        if self.action == "advance":
-            return {"action": "advance"}
+        if self.action in ("advance", "remove"):
+            return {"action": self.action}
         if self.action == "buy":
             return {"action": "buy", "patch": self.patch, "cells": self.cells(cols)}
         return {"action": "special", "cells": self.cells(cols)}
@@ -52,7 +53,7 @@ class Move(NamedTuple):
             raise MoveFormatError(f"a move must be a JSON object, got {_short(data)}")
         action = data.get("action")
         if action not in ACTIONS:
-            raise MoveFormatError(f"unknown action {_short(action)}: expected advance, buy or special")
+            raise MoveFormatError(f"unknown action {_short(action)}: expected advance, buy, special or remove")
         expected = _FIELDS[action]
         extra = data.keys() - expected - _RECORD_FIELDS
         if extra:
@@ -62,6 +63,8 @@ class Move(NamedTuple):
             raise MoveFormatError(f"{action} move lacks field(s): {', '.join(sorted(missing))}")
         if action == "advance":
             return ADVANCE
+        if action == "remove":
+            return REMOVE
         patch = None
         if action == "buy":
             patch = data["patch"]
@@ -110,6 +113,7 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 ADVANCE = Move("advance")
-_FIELDS = {"advance": frozenset({"action"}), "buy": frozenset({"action", "patch", "cells"}),
+REMOVE = Move("remove")  # Stack'n Stuff: take a box out of play instead of placing it
+_FIELDS = {"advance": frozenset({"action"}), "remove": frozenset({"action"}), "buy": frozenset({"action", "patch", "cells"}),
            "special": frozenset({"action", "cells"})}
 _RECORD_FIELDS = frozenset({"player", "time_ms", "info"})  # what a game record adds to a move

@@ -19,7 +19,7 @@ def render(state: GameState, players: tuple[str, str] = ("seat 0", "seat 1")) ->
     for p in (0, 1):
         bonus = " +bonus" if state.bonus_owner == p else ""
         heads.append(f"{p}:{players[p]}"[:14].ljust(14)
-                     + f" b{state.buttons[p]:>3} i{state.income[p]:>2}{bonus}")
+                     + f" {rules.currency[0]}{state.buttons[p]:>3} i{state.income[p]:>2}{bonus}")
     width = max(len(h) for h in heads) + 3
     lines.append("".join(h.ljust(width) for h in heads))
     rows = [state.quilt_rows(p) for p in (0, 1)]
@@ -27,7 +27,7 @@ def render(state: GameState, players: tuple[str, str] = ("seat 0", "seat 1")) ->
         lines.append("".join(" ".join(rows[p][r]).ljust(width) for p in (0, 1)))
     lines.append(_time_board(state))
     if mover is not None or state.circle:
-        lines.append("next patches (id: cost buttons / time / income):")
+        lines.append(f"next patches (id: cost {rules.currency} / time / income):")
         lines.extend(_upcoming(state))
     if state.is_terminal():
         s0, s1 = state.scores()
@@ -54,8 +54,9 @@ def _time_board(state: GameState) -> str:
         else:
             ch = "-"
         cells.append(ch)
+    special = "box" if rules.special_removable else "special patch"
     return (f"time |{''.join(cells)}| positions {state.positions[0]} / {state.positions[1]}"
-            f" (0/1 tokens, * both, $ income, S special patch)")
+            f" (0/1 tokens, * both, $ income, S {special})")
 
 
 def _upcoming(state: GameState) -> list[str]:
@@ -73,4 +74,7 @@ def _upcoming(state: GameState) -> list[str]:
         blocks.append(block)
     out = ["  " + "".join(b[i] for b in blocks).rstrip() for i in range(height + 1)]
     out.append("  (* = the three current choices)")
+    if state.reserve:
+        out.append(f"  ({len(state.reserve)} more join behind the token when "
+                   f"{state.ruleset.late_join_at} are left)")
     return out

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from arena.engine.components import Ruleset, Tables, patchwork, tables
-from arena.engine.moves import ADVANCE, Move, mask_cells
-from arena.errors import IllegalMoveError, MoveFormatError
+from arena.engine.components import Ruleset, Tables, patchwork, ruleset_for, tables
+from arena.engine.moves import ADVANCE, REMOVE, Move, mask_cells
+from arena.errors import ArenaError, IllegalMoveError, MoveFormatError
 
 MAIN = "main"
 SPECIAL = "special"
@@ -56,7 +56,7 @@ class GameState:
     __slots__ = (
         "ruleset", "_tables", "seed", "first_player", "ply", "positions", "buttons", "income",
         "quilts", "button_cells", "placed", "circle", "special_spaces_left", "bonus_owner",
-        "on_top", "first_to_finish", "pending_special", "_placed_json",
+        "on_top", "first_to_finish", "pending_special", "reserve", "_placed_json",
     )
 
     ruleset: Ruleset
@@ -77,6 +77,7 @@ class GameState:
     on_top: int
     first_to_finish: int | None
     pending_special: int | None
+    reserve: list[int]  # late patches (Stack'n Stuff) waiting to join the circle, in order
 
     # ---------------------------------------------------------------- creation
     @classmethod
@@ -86,18 +87,26 @@ class GameState:
         rules = ruleset or patchwork(edition)
         if first_player not in (0, 1):
             raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
-        ids = [p.id for p in rules.patches if p.id != rules.last_patch_id]
-        random.Random(seed).shuffle(ids)
+        rng = random.Random(seed)
+        ids = [pid for pid in rules.initial_patch_ids if pid != rules.last_patch_id]
+        rng.shuffle(ids)
+        late = list(rules.late_patch_ids)
+        rng.shuffle(late)  # their order is fixed at setup: the engine's only randomness
         return cls.from_circle(ids + [rules.last_patch_id], first_player=first_player,
-                               ruleset=rules, seed=seed)
+                               ruleset=rules, seed=seed, reserve=late)
 
     @classmethod
     def from_circle(cls, circle: list[int], first_player: int = 0, edition: str = "revised",
-                    ruleset: Ruleset | None = None, seed: int | None = None) -> GameState:
-        """A new game with a given circle (clockwise from the neutral token)."""
+                    ruleset: Ruleset | None = None, seed: int | None = None,
+                    reserve: list[int] | None = None) -> GameState:
+        """A new game with a given circle (clockwise from the neutral token) and, for
+        Stack'n Stuff, the order in which the late patches will join it."""
         rules = ruleset or patchwork(edition)
-        if sorted(circle) != [p.id for p in rules.patches]:
-            raise ValueError("the circle must hold every patch id exactly once")
+        reserve = list(reserve or [])
+        if sorted(circle) != sorted(rules.initial_patch_ids):
+            raise ValueError("the circle must hold every patch id of the setup exactly once")
+        if sorted(reserve) != sorted(rules.late_patch_ids):
+            raise ValueError("the reserve must hold every late patch id exactly once")
         state = cls.__new__(cls)
         state.ruleset = rules
         state._tables = tables(rules)
@@ -116,6 +125,7 @@ class GameState:
         state.on_top = first_player  # 7: at the start the starting player moves first
         state.first_to_finish = None
         state.pending_special = None
+        state.reserve = reserve
         state._placed_json = ([], [])
         return state
 
@@ -138,6 +148,7 @@ class GameState:
         other.on_top = self.on_top
         other.first_to_finish = self.first_to_finish
         other.pending_special = self.pending_special
+        other.reserve = self.reserve[:]
         other._placed_json = ([], [])  # a cache of to_json(), rebuilt on demand
         return other
 
@@ -207,7 +218,10 @@ class GameState:
         quilt = self.quilts[player]
         if self.pending_special is not None:
             specials = self._tables.special_moves
-            return [specials[i] for i in range(self.ruleset.cells) if not quilt >> i & 1]
+            moves = [specials[i] for i in range(self.ruleset.cells) if not quilt >> i & 1]
+            if self.ruleset.special_removable:
+                moves.append(REMOVE)
+            return moves
         moves = [ADVANCE]
         buttons = self.buttons[player]
         patches = self.ruleset.patches
@@ -249,6 +263,8 @@ class GameState:
             return "the move covers cells off the quilt"
         quilt = self.quilts[player]
         if self.pending_special is not None:
+            if move.action == "remove" and self.ruleset.special_removable:
+                return None
             if move.action != "special":
                 return (f"player {player} must first place the special patch it just took, "
                         f"not {move.action}")
@@ -257,7 +273,7 @@ class GameState:
             if quilt & move.mask:
                 return f"cell {_cell_text(move, rules.cols)} is already covered"
             return None
-        if move.action == "special":
+        if move.action in ("special", "remove"):
             return "no special patch is waiting to be placed"
         if move.action == "advance":
             return None
@@ -291,6 +307,9 @@ class GameState:
             self.pending_special = None
             self._place(player, None, move.mask, 0)
             return
+        if action == "remove":
+            self.pending_special = None
+            return
         if action == "advance":
             # 4: move to just in front of the opponent, 1 button per space actually moved.
             target = min(self.positions[1 - player] + 1, self.ruleset.final_space)
@@ -303,6 +322,9 @@ class GameState:
         # 5: the neutral token moves to the bought patch; the next choices follow it.
         index = self.circle.index(patch_id)
         self.circle = self.circle[index + 1:] + self.circle[:index]
+        if self.reserve and len(self.circle) <= self.ruleset.late_join_at:
+            self.circle.extend(self.reserve)  # they join directly behind the neutral token
+            self.reserve = []
         self.buttons[player] -= patch.buttons_cost
         table = self._tables.placements[patch_id]
         buttons_mask = table.button_masks[table.index[move.mask]]
@@ -363,6 +385,7 @@ class GameState:
             "bonus_owner": self.bonus_owner,
             "on_top": self.on_top,
             "first_to_finish": self.first_to_finish,
+            **({"reserve": self.reserve[:]} if rules.late_patch_ids else {}),
         }
 
     def _placed_entries(self, player: int) -> list[dict[str, Any]]:
@@ -386,15 +409,20 @@ class GameState:
                 for shift in range(0, self.ruleset.cells, cols)]
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GameState:
-        """Rebuild a state from :meth:`to_json` output. Raises MoveFormatError or ValueError
-        when the data is inconsistent."""
-        if data.get("ruleset") != "patchwork":
-            raise ValueError(f"unknown ruleset {data.get('ruleset')!r}")
-        rules = patchwork(data["edition"])
-        state = cls.from_circle(sorted(p.id for p in rules.patches), data["first_player"],
-                                ruleset=rules, seed=data["seed"])
+    def from_json(cls, data: dict[str, Any], ruleset: Ruleset | None = None) -> GameState:
+        """Rebuild a state from :meth:`to_json` output (``ruleset`` for custom components).
+        Raises MoveFormatError or ValueError when the data is inconsistent."""
+        if ruleset is None:
+            try:
+                rules = ruleset_for(data.get("ruleset"), data.get("edition"))
+            except ArenaError as exc:
+                raise ValueError(str(exc)) from None
+        else:
+            rules = ruleset
+        state = cls.from_circle(list(rules.initial_patch_ids), data["first_player"],
+                                ruleset=rules, seed=data["seed"], reserve=list(rules.late_patch_ids))
         state.circle = [int(i) for i in data["circle"]]
+        state.reserve = [int(i) for i in data.get("reserve", [])]
         state.ply = int(data["ply"])
         state.positions = [int(v) for v in data["positions"]]
         state.buttons = [int(v) for v in data["buttons"]]

@@ -218,7 +218,7 @@ def is_plain_move(msg: dict[str, Any]) -> bool:
     if type(info) is not str or len(info) > 1000:
         return False
     action = move.get("action")
-    if action == "advance":
+    if action == "advance" or action == "remove":
         return len(move) == 1
     if action == "buy":
         patch = move.get("patch")

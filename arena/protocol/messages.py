@@ -216,6 +216,11 @@ def components(ruleset: Ruleset) -> ComponentsJSON:
         "smallest_patch_id": ruleset.last_patch_id,
         "patches": [{"id": p.id, "shape": list(p.shape), "buttons_cost": p.buttons_cost,
                      "time_cost": p.time_cost, "income": p.income} for p in ruleset.patches],
+        "late_patch_ids": list(ruleset.late_patch_ids),
+        "late_join_at": ruleset.late_join_at,
+        "special_removable": ruleset.special_removable,
+        "currency": ruleset.currency,
+        "unverified": ruleset.unverified,
     }
 
 
@@ -230,7 +235,7 @@ def new_game(game_id: str, seat: int, ruleset: Ruleset, time_control: TimeContro
         "type": "new_game",
         "game_id": game_id,
         "seat": seat,
-        "ruleset": "patchwork",
+        "ruleset": ruleset.name,
         "edition": ruleset.edition,  # type: ignore[typeddict-item]
         "time_control": {"per_move_ms": time_control["per_move_ms"],
                          "bank_ms": time_control["bank_ms"],
