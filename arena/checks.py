@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.channel.manifest import Manifest
+from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import TimeControl
@@ -22,7 +23,7 @@ class ConformanceReport:
 
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     per_move_ms: int = 1000, bank_ms: int = 10_000,
-                    first_move_ms: int = 5000) -> ConformanceReport:
+                    first_move_ms: int = 5000, ruleset: Ruleset | None = None) -> ConformanceReport:
     """Build the bot, time its handshake, play ``games`` games against random in both seats."""
     report = ConformanceReport()
     try:
@@ -57,7 +58,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             slowest = 0.0
             for game in range(games):
                 seats = (0, 1) if game % 2 == 0 else (1, 0)
-                result = pool.play(*seats, seed=game // 2, time_control=tc,
+                result = pool.play(*seats, seed=game // 2, time_control=tc, ruleset=ruleset,
                                    game_id=f"check-{game + 1}")
                 mine = [m for m in result.record["moves"] if seats[m["player"]] == 0]
                 slowest = max([slowest] + [m["time_ms"] for m in mine])

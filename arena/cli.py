@@ -12,6 +12,7 @@ import click
 
 from arena import __version__
 from arena.engine import EDITIONS
+from arena.engine.components import GAMES
 from arena.errors import ArenaError
 
 
@@ -31,14 +32,41 @@ def main() -> None:
     """patchwork-arena: play, referee and rate Patchwork bots."""
 
 
+GAME_HELP = ("Which game: patchwork, or stack-n-stuff (its components are UNVERIFIED proxy data: "
+             "Patchwork Express from one public source; the official tile list is not published).")
+
+
+def _game_options(func):  # type: ignore[no-untyped-def]
+    """--game and --components, shared by every command that starts games."""
+    func = click.option("--components", "components_file", type=click.Path(dir_okay=False, path_type=Path),
+                        help="stack-n-stuff only: your own component file (JSON, the schema of the "
+                             "shipped proxy data), validated before use.")(func)
+    func = click.option("--game", type=click.Choice(GAMES), default="patchwork", show_default=True,
+                        help=GAME_HELP)(func)
+    return func
+
+
+def _ruleset(game: str, edition: str | None, components_file: Path | None):  # type: ignore[no-untyped-def]
+    """The ruleset the options ask for; warns on stderr when its components are unverified."""
+    from arena.engine.components import load_components, ruleset_for
+
+    table = load_components(components_file) if components_file is not None else None
+    rules = ruleset_for(game, edition if game == "patchwork" else None, table)
+    if rules.unverified:
+        click.echo(f"note: {rules.unverified}", err=True)
+    return rules
+
+
 @main.command("random-games")
 @click.argument("n", type=click.IntRange(min=1))
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Base seed: game i uses seed S+i (circle and moves).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Write the game records here (.jsonl, overwritten).")
-@click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
-def random_games(n: int, seed: int, out: Path, edition: str) -> None:
+@click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True,
+              help="Patchwork edition (ignored for stack-n-stuff).")
+@_game_options
+def random_games(n: int, seed: int, out: Path, edition: str, game: str, components_file: Path | None) -> None:
     """Play N games of uniformly random legal moves and write their records.
 
     Seats alternate the first move from game to game.
@@ -46,17 +74,18 @@ def random_games(n: int, seed: int, out: Path, edition: str) -> None:
     from arena.engine.playout import random_game
     from arena.records import append_record, make_record, normal_result, utc_now
 
+    rules = _ruleset(game, edition, components_file)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("")
     decisions = seat0_wins = 0
     totals = [0, 0]
     for i in range(n):
         started = utc_now()
-        initial, moves, final = random_game(seed + i, edition, first_player=i % 2)
+        initial, moves, final = random_game(seed + i, first_player=i % 2, ruleset=rules)
         result = normal_result(final)
         record = make_record(
             initial, ("random", "random"),
-            [{"player": p, **m.to_json()} for p, m in moves], result,
+            [{"player": p, **m.to_json(rules.cols)} for p, m in moves], result,
             started_at=started, finished_at=utc_now())
         append_record(out, record)
         decisions += len(moves)
@@ -148,8 +177,10 @@ def _time_control_options(func):  # type: ignore[no-untyped-def]
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=Path("results/logs"),
               show_default=True, help="Folder for the bots' stderr and build logs.")
 @_time_control_options
+@_game_options
 def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bool, out: Path | None,
-         logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int) -> None:
+         logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int, game: str,
+         components_file: Path | None) -> None:
     """Play games between two bot folders (each with a bot.toml); seats alternate."""
     from arena.engine.render import render
     from arena.match import BotPool, load_manifests
@@ -157,6 +188,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     from arena.referee import TimeControl
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
+    rules = _ruleset(game, edition, components_file)
     manifests = load_manifests([bot_a, bot_b])
     wins = [0, 0]
     failures = 0
@@ -164,17 +196,17 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
         for error in pool.build_errors.values():
             click.echo(f"warning: {error}", err=True)
         names = pool.labels
-        for game in range(games):
-            seats = (0, 1) if game % 2 == 0 else (1, 0)
-            game_seed = seed + game // 2
+        for number in range(games):
+            seats = (0, 1) if number % 2 == 0 else (1, 0)
+            game_seed = seed + number // 2
 
             def show_move(state, entry, seats=seats):  # type: ignore[no-untyped-def]
                 click.echo(f"\n{_describe_move(entry, tuple(names[s] for s in seats))}"
                            f" ({entry['time_ms']:.0f} ms)")
                 click.echo(render(state, (names[seats[0]], names[seats[1]])))
 
-            result = pool.play(*seats, seed=game_seed, edition=edition, time_control=tc,
-                               game_id=f"play-{game + 1}", on_move=show_move if show else None)
+            result = pool.play(*seats, seed=game_seed, time_control=tc, ruleset=rules,
+                               game_id=f"play-{number + 1}", on_move=show_move if show else None)
             if out is not None:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 append_record(out, result.record)
@@ -182,7 +214,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
             wins[winner] += 1
             failures += result.termination.value != "normal"
             s0, s1 = result.scores
-            line = (f"game {game + 1}: seed {game_seed}, {names[seats[0]]} (seat 0) vs "
+            line = (f"game {number + 1}: seed {game_seed}, {names[seats[0]]} (seat 0) vs "
                     f"{names[seats[1]]} (seat 1): {s0} : {s1}, {names[winner]} wins "
                     f"({result.termination.value}) in {result.duration_s:.2f} s")
             if result.detail:
@@ -199,12 +231,13 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for logs (default: a temporary folder).")
 @_time_control_options
+@_game_options
 def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_ms: int,
-              first_move_ms: int) -> None:
+              first_move_ms: int, game: str, components_file: Path | None) -> None:
     """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
     from arena.checks import run_conformance
 
-    report = run_conformance(bot, games=games, log_dir=logs,
+    report = run_conformance(bot, games=games, log_dir=logs, ruleset=_ruleset(game, None, components_file),
                              per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms)
     for line in report.lines:
         click.echo(line)
@@ -230,7 +263,10 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 @click.option("--time-per-move", "per_move_ms", type=int, help="Per-move limit in ms.")
 @click.option("--bank-ms", type=int, help="Time bank in ms.")
 @click.option("--first-move-ms", type=int, help="First-move limit in ms.")
-@click.option("--edition", type=click.Choice(EDITIONS))
+@click.option("--edition", type=click.Choice([*EDITIONS, "standard"]))
+@click.option("--game", type=click.Choice(GAMES), help=GAME_HELP)
+@click.option("--components", "components_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="stack-n-stuff only: your own component file (JSON), validated before use.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder.")
 @click.option("--dask", "dask_address", metavar="SCHEDULER_ADDRESS",
               help="Run the games on this Dask scheduler instead of local processes.")
@@ -238,7 +274,8 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
                            format_: str | None, challengers: tuple[str, ...], games: int | None,
                            seed: int | None, concurrency: int | None, per_move_ms: int | None,
                            bank_ms: int | None, first_move_ms: int | None, edition: str | None,
-                           out: Path | None, dask_address: str | None) -> None:
+                           game: str | None, components_file: Path | None, out: Path | None,
+                           dask_address: str | None) -> None:
     """Run a tournament (CONFIG_FILE is TOML; flags override it). Resumable: run the same
     command again after an interruption and only the missing games are played.
 
@@ -252,8 +289,11 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
     config = load_config(config_file, {
         "entrants": list(entrants), "name": name, "format": format_, "challengers": list(challengers),
         "games": games, "seed": seed, "concurrency": concurrency, "per_move_ms": per_move_ms,
-        "bank_ms": bank_ms, "first_move_ms": first_move_ms, "edition": edition, "out": out})
-    click.echo(f"tournament {config.name}: {len(config.entrants)} entrants "
+        "bank_ms": bank_ms, "first_move_ms": first_move_ms, "edition": edition, "out": out,
+        "game": game, "components": components_file})
+    if config.ruleset().unverified:
+        click.echo(f"note: {config.ruleset().unverified}", err=True)
+    click.echo(f"tournament {config.name} ({config.game}): {len(config.entrants)} entrants "
                f"({', '.join(config.names)}), {config.format}, {config.games} games per pairing, "
                f"concurrency {config.concurrency}" + (f", Dask at {dask_address}" if dask_address else "")
                + f"; results in {config.out}")
@@ -365,9 +405,10 @@ def ratings(results: Path, csv_path: Path | None) -> None:
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=Path("results/logs"),
               show_default=True)
 @_time_control_options
+@_game_options
 def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: float, max_games: int,
          seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int, bank_ms: int,
-         first_move_ms: int) -> None:
+         first_move_ms: int, game: str, components_file: Path | None) -> None:
     """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
@@ -386,7 +427,8 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"(pairs 0/1/2 wins: {state.pairs[0]}/{state.pairs[1]}/{state.pairs[2]}) "
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
-    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, edition=edition,
+    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
+                     ruleset=_ruleset(game, edition, components_file),
                      time_control=_tc(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report)
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",

@@ -53,7 +53,8 @@ class Move(NamedTuple):
             raise MoveFormatError(f"a move must be a JSON object, got {_short(data)}")
         action = data.get("action")
         if action not in ACTIONS:
-            raise MoveFormatError(f"unknown action {_short(action)}: expected advance, buy, special or remove")
+            raise MoveFormatError(
+                f"unknown action {_short(action)}: expected advance, buy, special or remove")
         expected = _FIELDS[action]
         extra = data.keys() - expected - _RECORD_FIELDS
         if extra:
@@ -114,6 +115,6 @@ def _short(value: Any, limit: int = 60) -> str:
 
 ADVANCE = Move("advance")
 REMOVE = Move("remove")  # Stack'n Stuff: take a box out of play instead of placing it
-_FIELDS = {"advance": frozenset({"action"}), "remove": frozenset({"action"}), "buy": frozenset({"action", "patch", "cells"}),
-           "special": frozenset({"action", "cells"})}
+_FIELDS = {"advance": frozenset({"action"}), "remove": frozenset({"action"}),
+           "buy": frozenset({"action", "patch", "cells"}), "special": frozenset({"action", "cells"})}
 _RECORD_FIELDS = frozenset({"player", "time_ms", "info"})  # what a game record adds to a move

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from arena.engine.components import Ruleset
 from arena.engine.moves import Move
 from arena.engine.state import GameState
 
@@ -23,10 +24,10 @@ def random_playout(state: GameState, rng: random.Random) -> list[tuple[int, Move
         played.append((player, move))
 
 
-def random_game(seed: int, edition: str = "revised",
-                first_player: int = 0) -> tuple[GameState, list[tuple[int, Move]], GameState]:
+def random_game(seed: int, edition: str = "revised", first_player: int = 0,
+                ruleset: Ruleset | None = None) -> tuple[GameState, list[tuple[int, Move]], GameState]:
     """A whole random game from ``seed`` (circle and moves): (initial, moves, final)."""
-    initial = GameState.new(seed, edition, first_player)
+    initial = GameState.new(seed, edition, first_player, ruleset=ruleset)
     final = initial.clone()
     moves = random_playout(final, random.Random(seed))
     return initial, moves, final

@@ -414,7 +414,7 @@ class GameState:
         Raises MoveFormatError or ValueError when the data is inconsistent."""
         if ruleset is None:
             try:
-                rules = ruleset_for(data.get("ruleset"), data.get("edition"))
+                rules = ruleset_for(str(data.get("ruleset")), data.get("edition"))
             except ArenaError as exc:
                 raise ValueError(str(exc)) from None
         else:

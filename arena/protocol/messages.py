@@ -48,8 +48,8 @@ class PlacedJSON(TypedDict):
 class StateJSON(TypedDict):
     """``GameState.to_json()``; see PROTOCOL.md for the meaning of each field."""
 
-    ruleset: Literal["patchwork"]
-    edition: Literal["revised", "original"]
+    ruleset: Literal["patchwork", "stack-n-stuff"]
+    edition: Literal["revised", "original", "standard"]
     seed: int | None
     first_player: int
     ply: int
@@ -116,6 +116,11 @@ class ComponentsJSON(TypedDict):
     empty_square_penalty: int
     smallest_patch_id: int
     patches: list[PatchJSON]
+    late_patch_ids: list[int]  # Stack'n Stuff: join the circle when late_join_at are left
+    late_join_at: int
+    special_removable: bool  # Stack'n Stuff: a box may be removed instead of placed
+    currency: str
+    unverified: str  # non-empty: a warning that these components are not verified
 
 
 class ResultJSON(TypedDict):
@@ -164,8 +169,8 @@ class NewGameMessage(TypedDict):
     type: Literal["new_game"]
     game_id: str
     seat: int
-    ruleset: Literal["patchwork"]
-    edition: Literal["revised", "original"]
+    ruleset: Literal["patchwork", "stack-n-stuff"]
+    edition: Literal["revised", "original", "standard"]
     time_control: TimeControlJSON
     players: list[str]
     components: ComponentsJSON
@@ -235,7 +240,7 @@ def new_game(game_id: str, seat: int, ruleset: Ruleset, time_control: TimeContro
         "type": "new_game",
         "game_id": game_id,
         "seat": seat,
-        "ruleset": ruleset.name,
+        "ruleset": ruleset.name,  # type: ignore[typeddict-item]
         "edition": ruleset.edition,  # type: ignore[typeddict-item]
         "time_control": {"per_move_ms": time_control["per_move_ms"],
                          "bank_ms": time_control["bank_ms"],
@@ -267,7 +272,7 @@ def move_request(seq: int, game_id: str, state: GameState | Mapping[str, Any],
     if legal_moves:
         if not isinstance(state, GameState):
             raise TypeError("legal_moves=True needs the GameState, not its JSON")
-        msg["legal_moves"] = [m.to_json() for m in state.legal_moves()]  # type: ignore[misc]
+        msg["legal_moves"] = [m.to_json(state.ruleset.cols) for m in state.legal_moves()]  # type: ignore[misc]
     return msg
 
 

@@ -6,7 +6,9 @@ entrants = ["bots/", "../mybot"]     # bot folders (with bot.toml) or folders of
 format = "round-robin"               # or "gauntlet" (then `challengers` is required)
 challengers = ["mybot"]              # gauntlet only: entrant names that play everyone else
 games = 2                            # per pairing; even: games come in seat-swapped pairs
-edition = "revised"                  # or "original"
+game = "patchwork"                   # or "stack-n-stuff" (its components are unverified proxy data)
+components = "my-tiles.json"         # stack-n-stuff only: your own component file (same schema)
+edition = "revised"                  # or "original" (patchwork); stack-n-stuff: "standard"
 seed = 1                             # every game seed is derived from it
 concurrency = 4                      # games played at once (default: the number of CPUs)
 out = "results/spring"
@@ -35,16 +37,17 @@ from typing import Any, Literal, NamedTuple
 
 import arena
 from arena.engine import EDITIONS
+from arena.engine.components import GAMES, load_components, ruleset_for
 from arena.errors import ConfigError
 
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
 MANIFEST = "bot.toml"
 KEYS: tuple[str, ...] = ("name", "entrants", "format", "challengers", "games", "time_control",
-                         "edition", "seed", "concurrency", "out")
+                         "game", "components", "edition", "seed", "concurrency", "out")
 TIME_CONTROL_KEYS: tuple[str, ...] = ("per_move_ms", "bank_ms", "first_move_ms")
-RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "seed", "edition",
-                                "time_control")
+RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "seed", "game",
+                                "components", "edition", "time_control")
 """The keys that change the games played; a resumed tournament must agree on all of them."""
 
 DEFAULTS: dict[str, Any] = {
@@ -90,6 +93,8 @@ class TournamentConfig:
     bank_ms: int = 10_000
     first_move_ms: int = 5000
     edition: str = "revised"
+    game: str = "patchwork"
+    components: dict | None = None  # a user's component table (stack-n-stuff), already validated
     seed: int = 1
     concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
     out: Path = Path("results/demo")
@@ -107,6 +112,10 @@ class TournamentConfig:
         return {"per_move_ms": self.per_move_ms, "bank_ms": self.bank_ms,
                 "first_move_ms": self.first_move_ms}
 
+    def ruleset(self):  # type: ignore[no-untyped-def]
+        """The rules every game of this tournament is played by."""
+        return ruleset_for(self.game, self.edition, self.components)
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the file's keys, entrants expanded to name/folder/description."""
         return {
@@ -116,6 +125,8 @@ class TournamentConfig:
             "challengers": list(self.challengers),
             "games": self.games,
             "time_control": self.time_control,
+            "game": self.game,
+            "components": self.components,
             "edition": self.edition,
             "seed": self.seed,
             "concurrency": self.concurrency,
@@ -133,7 +144,8 @@ class TournamentConfig:
                                for e in data["entrants"]),
                 format=data["format"], challengers=tuple(data["challengers"]), games=data["games"],
                 per_move_ms=tc["per_move_ms"], bank_ms=tc["bank_ms"], first_move_ms=tc["first_move_ms"],
-                edition=data["edition"], seed=data["seed"], concurrency=data["concurrency"],
+                edition=data["edition"], game=data.get("game", "patchwork"),
+                components=data.get("components"), seed=data["seed"], concurrency=data["concurrency"],
                 out=Path(data["out"]))
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"stored tournament config is malformed ({exc!r})") from None
@@ -238,10 +250,26 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     per_move_ms = _int(get("per_move_ms", DEFAULTS["per_move_ms"]), 1)
     bank_ms = _int(get("bank_ms", DEFAULTS["bank_ms"]), 0)
     first_move_ms = _int(get("first_move_ms", DEFAULTS["first_move_ms"]), 1)
-    edition = get("edition", DEFAULTS["edition"])
-    if edition.value not in EDITIONS:
-        raise ConfigError(f"{edition.label}: expected one of {', '.join(map(repr, EDITIONS))}, "
-                          f"got {_show(edition.value)}")
+    game = get("game", "patchwork")
+    if game.value not in GAMES:
+        raise ConfigError(f"{game.label}: expected one of {', '.join(map(repr, GAMES))}, "
+                          f"got {_show(game.value)}")
+    editions = EDITIONS if game.value == "patchwork" else ("standard",)
+    edition = get("edition", editions[0])
+    if edition.value not in editions:
+        raise ConfigError(f"{edition.label}: expected one of {', '.join(map(repr, editions))} "
+                          f"(the editions of {game.value}), got {_show(edition.value)}")
+    components = None
+    components_given = given.get("components")
+    if components_given is not None:
+        if game.value != "stack-n-stuff":
+            raise ConfigError(f"{components_given.label}: custom components are for game "
+                              "\"stack-n-stuff\" only")
+        value = components_given.value
+        if not isinstance(value, str | os.PathLike) or not str(value).strip():
+            raise ConfigError(f"{components_given.label}: expected the path of a component file (JSON)")
+        path = Path(value) if components_given.source == _CLI else components_given.base / value
+        components = load_components(path)
     seed = _int(get("seed", DEFAULTS["seed"]), None)
     concurrency = _int(get("concurrency", os.cpu_count() or 1), 1)
     out_given = given.get("out")
@@ -280,7 +308,8 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
                           f"(format is {fmt.value!r})")
     return TournamentConfig(name=name, entrants=entrants, format=fmt.value, challengers=challengers,
                             games=games, per_move_ms=per_move_ms, bank_ms=bank_ms,
-                            first_move_ms=first_move_ms, edition=edition.value, seed=seed,
+                            first_move_ms=first_move_ms, edition=edition.value, game=game.value,
+                            components=components, seed=seed,
                             concurrency=concurrency, out=out)
 
 

@@ -87,7 +87,8 @@ def play_spec(pool: BotPool, index: dict[str, int], config: TournamentConfig,
               spec: GameSpec) -> Finished:
     """Play one scheduled game with a worker's pool (shared by local and Dask workers)."""
     result = pool.play(index[spec.seat0], index[spec.seat1], seed=spec.seed, edition=config.edition,
-                       time_control=TimeControl(**config.time_control), game_id=spec.game_id)
+                       time_control=TimeControl(**config.time_control), game_id=spec.game_id,
+                       ruleset=config.ruleset())
     return spec, result.record, result.duration_s
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.channel.manifest import Manifest
+from arena.engine import Ruleset
 from arena.match import BotPool
 from arena.records import append_record
 from arena.referee import TimeControl
@@ -38,7 +39,7 @@ class SprtState:
 
 
 def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log_dir: Path,
-             time_control: TimeControl, edition: str = "revised", out: Path | None = None,
+             time_control: TimeControl, ruleset: Ruleset | None = None, out: Path | None = None,
              on_pair: Callable[[SprtState], None] | None = None) -> SprtState:
     """Play pairs (same circle, seats swapped) until the test accepts H0 or H1 or
     ``max_games`` are played. H1 is "NEW is stronger by elo1"."""
@@ -51,7 +52,7 @@ def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log
             game_seed = pair_seed(seed, (names[0], names[1]), k)
             won = 0
             for seats in ((0, 1), (1, 0)):
-                result = pool.play(*seats, seed=game_seed, edition=edition,
+                result = pool.play(*seats, seed=game_seed, ruleset=ruleset,
                                    time_control=time_control, game_id=f"sprt-{k}-{seats[0]}")
                 if out is not None:
                     append_record(out, result.record)

@@ -10,7 +10,6 @@ touches the most filled cells and edges keeps the quilt compact.
 
 from arena.sdk import run
 
-ROWS = COLS = 9
 RESERVE = 3  # buttons we like to keep after a purchase
 
 
@@ -28,17 +27,17 @@ def patch_value(state, player, patch):
     return value / max(patch.time_cost, 1)
 
 
-def contact(quilt, mask):
+def contact(quilt, mask, rows, cols):
     """How many sides of the placed cells touch a filled cell or the edge of the quilt."""
     touching = 0
     bit = 0
     m = mask
     while m:
         if m & 1:
-            row, col = divmod(bit, COLS)
+            row, col = divmod(bit, cols)
             for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
                 r, c = row + dr, col + dc
-                if not (0 <= r < ROWS and 0 <= c < COLS) or quilt >> (r * COLS + c) & 1:
+                if not (0 <= r < rows and 0 <= c < cols) or quilt >> (r * cols + c) & 1:
                     touching += 1
         m >>= 1
         bit += 1
@@ -48,8 +47,12 @@ def contact(quilt, mask):
 def choose(state, legal_moves, clock):
     player = state.to_move()
     quilt = state.quilts[player]
-    if state.decision() == "special":
-        return max(legal_moves, key=lambda move: contact(quilt, move.mask))
+    rows, cols = state.ruleset.rows, state.ruleset.cols
+    if state.decision() == "special":  # a box may also be removed: placing one always pays
+        cells = [move for move in legal_moves if move.action == "special"]
+        if not cells:
+            return legal_moves[0]
+        return max(cells, key=lambda move: contact(quilt, move.mask, rows, cols))
     best_patch, best_value = None, 1.0  # advancing earns 1 button per space
     for move in legal_moves:
         if move.action == "buy":
@@ -59,7 +62,7 @@ def choose(state, legal_moves, clock):
     if best_patch is None:
         return legal_moves[0]  # advance
     placements = [m for m in legal_moves if m.action == "buy" and m.patch == best_patch]
-    return max(placements, key=lambda move: (contact(quilt, move.mask), -move.mask))
+    return max(placements, key=lambda move: (contact(quilt, move.mask, rows, cols), -move.mask))
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ class Link:
 
 
 def move_reply(seq: int, state: GameState) -> dict:
-    return {"type": "move", "seq": seq, "move": state.legal_moves()[0].to_json()}
+    return {"type": "move", "seq": seq, "move": state.legal_moves()[0].to_json(state.ruleset.cols)}
 
 
 def main() -> None:

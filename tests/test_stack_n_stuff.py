@@ -1,0 +1,175 @@
+"""Stack'n Stuff on the shared engine: one test per rule difference, then the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.engine import GameState, Move
+from arena.engine.components import load_components, ruleset_for, tables
+from arena.errors import ConfigError, IllegalMoveError
+from arena.match import sample_bots_dir
+from arena.records import replay
+from tests.test_tournament_run import arena, db_rows
+
+RULES = ruleset_for("stack-n-stuff")
+
+
+def new(seed: int = 1) -> GameState:
+    return GameState.new(seed, ruleset=RULES)
+
+
+def test_board_is_7x7() -> None:
+    state = new()
+    assert (RULES.rows, RULES.cols) == (7, 7) and state.empty_cells(0) == 49
+    assert len(state.quilt_rows(0)) == 7 and all(len(row) == 7 for row in state.quilt_rows(0))
+    two = next(p for p in RULES.patches if p.shape == ("##",))
+    assert len(tables(RULES).placements[two.id].masks) == 2 * 7 * 6  # 84 placements of a 1x2
+    with pytest.raises(IllegalMoveError, match="off the 7x7 quilt"):
+        state.apply_json({"action": "buy", "patch": state.circle[0], "cells": [[7, 0], [7, 1]]})
+
+
+def test_setup_has_only_the_15_stack_tiles_with_the_smallest_last() -> None:
+    state = new(5)
+    assert sorted(state.circle) == list(range(15)) and state.circle[-1] == RULES.last_patch_id == 0
+    assert sorted(state.reserve) == list(range(15, 23))
+
+
+def test_stuff_tiles_join_behind_the_truck_in_seeded_order_when_5_stack_tiles_remain() -> None:
+    state = new(3)
+    state.circle = state.circle[-6:]  # six stack tiles left; buying one leaves five
+    state.buttons = [50, 50]
+    reserve = state.reserve[:]
+    bought = state.circle[0]
+    state.apply(next(m for m in state.legal_moves() if m.action == "buy" and m.patch == bought))
+    remaining = [pid for pid in state.circle if pid < 15]
+    assert len(remaining) == 5 and state.reserve == []
+    assert state.circle[5:] == reserve  # directly behind the truck, in the order set up from the seed
+    orders = {tuple(new(seed).reserve) for seed in range(20)}
+    assert len(orders) > 10 and new(3).reserve == reserve  # random, but fixed by the seed
+
+
+def test_a_box_may_be_placed_or_removed() -> None:
+    state = new()
+    state.positions = [6, 10]
+    state.apply(Move("advance"))  # 6 -> 11 passes the box on space 7
+    assert state.to_move() == 0 and state.decision() == "special"
+    moves = state.legal_moves()
+    assert Move("remove") in moves and sum(m.action == "special" for m in moves) == 49
+    removed = state.clone()
+    removed.apply_json({"action": "remove"})
+    assert removed.quilts[0] == 0 and 7 not in removed.special_spaces_left
+    assert removed.decision() == "main"
+    placed = state.clone()
+    placed.apply_json({"action": "special", "cells": [[3, 3]]})
+    assert placed.empty_cells(0) == 48
+    with pytest.raises(IllegalMoveError, match="no special patch is waiting"):
+        placed.apply_json({"action": "remove"})
+
+
+def test_income_only_for_the_moving_player() -> None:
+    state = new()
+    state.positions = [4, 8]
+    state.income = [2, 3]
+    before = state.buttons[:]
+    state.apply(Move("advance"))  # 4 -> 9 crosses income spaces 5 and 9
+    assert state.buttons[0] == before[0] + 5 + 2 * 2
+    assert state.buttons[1] == before[1]
+
+
+def test_no_bonus_tile_and_negative_scores() -> None:
+    state = new()
+    state.quilts[0] = RULES.full_mask  # a full 7x7 board
+    state.buttons = [3, 0]
+    state.positions = [29, 29]
+    state.first_to_finish = 0
+    assert state.bonus_owner is None and not tables(RULES).bonus_masks
+    assert state.scores() == (3, 0 - 2 * 49)
+
+
+def test_ties_go_to_the_first_to_finish() -> None:
+    state = new()
+    state.positions = [29, 29]
+    state.buttons = [4, 4]
+    state.first_to_finish = 1
+    assert state.scores() == (-94, -94) and state.winner() == 1
+
+
+def test_random_games_replay_exactly(tmp_path: Path) -> None:
+    out = tmp_path / "sns.jsonl"
+    proc = arena("random-games", "30", "--game", "stack-n-stuff", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "UNVERIFIED" in proc.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(r["ruleset"] == "stack-n-stuff" and r["edition"] == "standard" for r in records)
+    for record in records:
+        assert sorted(record["reserve"]) == list(range(15, 23))
+        assert list(replay(record)[-1].scores()) == record["result"]["scores"]
+    assert any(m["action"] == "remove" for r in records for m in r["moves"])
+    shown = arena("replay", str(out), "--game", "2")
+    assert shown.returncode == 0 and "30 record(s) valid" in shown.stdout and "S box" in shown.stdout
+
+
+def test_tournament_of_sample_bots_completes(tmp_path: Path) -> None:
+    out = tmp_path / "sns"
+    bots = [arg for name in ("random", "greedy", "cbot") for arg in ("--bots", str(sample_bots_dir() / name))]
+    proc = arena("run-tournament", "--game", "stack-n-stuff", *bots, "--games", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "UNVERIFIED" in proc.stderr
+    games = db_rows(out, "SELECT reason FROM games")
+    assert len(games) == 6 and all(g[0] == "normal" for g in games)
+    record = json.loads((out / "games.jsonl").read_text().splitlines()[0])
+    assert record["ruleset"] == "stack-n-stuff"
+    replay(record)
+
+
+def test_play_both_games_through_the_protocol_and_schema(tmp_path: Path) -> None:
+    from arena.protocol.codec import decode
+    from tests.helpers import write_bot
+    from tests.test_referee import MISBEHAVE
+
+    log = tmp_path / "received.jsonl"
+    bot = write_bot(tmp_path / "rec", "recorder", [sys.executable, str(MISBEHAVE), "recorder", str(log)])
+    from arena.channel.manifest import Manifest
+    from arena.match import BotPool
+
+    with BotPool([bot, Manifest.load(sample_bots_dir() / "greedy")], tmp_path / "logs") as pool:
+        result = pool.play(0, 1, seed=4, ruleset=RULES)
+    assert result.termination.value == "normal"
+    messages = [decode(line, sender="referee") for line in log.read_text().splitlines()]
+    new_game = next(m for m in messages if m["type"] == "new_game")
+    assert new_game["ruleset"] == "stack-n-stuff" and new_game["components"]["special_removable"]
+    assert "UNVERIFIED" in new_game["components"]["unverified"]
+    requests = [m for m in messages if m["type"] == "move_request"]
+    assert all(len(r["state"]["quilts"][0]) == 7 for r in requests)
+
+
+def test_user_component_files_are_validated(tmp_path: Path) -> None:
+    shipped = json.loads((Path(__file__).parents[1] / "arena/engine/data/stack-n-stuff.json").read_text())
+    good = tmp_path / "mine.json"
+    shipped["about"] = "my own tiles"
+    shipped["starting_coins"] = 9
+    good.write_text(json.dumps(shipped))
+    rules = ruleset_for("stack-n-stuff", None, load_components(good))
+    assert rules.starting_buttons == 9 and "supplied by the user" in rules.unverified
+    out = tmp_path / "g.jsonl"
+    proc = arena("random-games", "3", "--game", "stack-n-stuff", "--components", str(good), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(out.read_text().splitlines()[0])
+    assert record["components"]["starting_coins"] == 9 and replay(record)  # the record carries them
+    broken = dict(shipped)
+    del broken["time_board"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(broken))
+    proc = arena("random-games", "3", "--game", "stack-n-stuff", "--components", str(bad), "--out", str(out))
+    assert proc.returncode == 1 and "missing key 'time_board'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    shipped["stack_tiles"][0]["shape"] = ["#x"]
+    bad.write_text(json.dumps(shipped))
+    with pytest.raises(ConfigError, match=r"stack_tiles\[0\]\.shape"):
+        load_components(bad)
+    proc = arena("random-games", "1", "--components", str(good), "--out", str(out))
+    assert proc.returncode == 1 and "stack-n-stuff only" in proc.stderr
