@@ -16,13 +16,9 @@ from arena.channel.process import ResourceLimits
 from arena.channel.transport import ZmqHub
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotStartError
+from arena.paths import sample_bots_dir
 from arena.protocol.codec import load_schemas
 from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
-
-
-def sample_bots_dir() -> Path:
-    """The sample bots that ship with the harness (the repository's sample_bots/)."""
-    return Path(__file__).resolve().parents[1] / "sample_bots"
 
 
 def unique_labels(names: list[str]) -> list[str]:

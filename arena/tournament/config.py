@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-import arena
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES, load_components, ruleset_for
 from arena.errors import ConfigError
+from arena.paths import sample_bots_dir
 
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
@@ -56,11 +56,6 @@ DEFAULTS: dict[str, Any] = {
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _CLI = "command line"
-
-
-def sample_bots_dir() -> Path:
-    """The sample bots that ship with the harness (the repository's sample_bots/)."""
-    return Path(arena.__file__).resolve().parents[1] / "sample_bots"
 
 
 @dataclass(frozen=True)
