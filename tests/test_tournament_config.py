@@ -38,7 +38,7 @@ def test_embedded_default_is_the_sample_bots_round_robin() -> None:
     config = load_config(None, {})
     assert config.name == "demo"
     assert config.format == "round-robin"
-    assert config.games == 10 and config.seed == 1 and config.per_move_ms == 1000
+    assert config.games == 6 and config.seed == 1 and config.per_move_ms == 250
     assert config.edition == "revised"
     assert config.concurrency == (os.cpu_count() or 1)
     assert config.out == Path("results/demo")

@@ -22,7 +22,7 @@ first_move_ms = 5000
 Every key is optional. Relative paths in a file are relative to the file's folder;
 paths given on the command line are relative to the working directory. Without a
 file and without entrants the embedded demo is used: the repository's sample bots,
-round robin, 10 games per pairing, seed 1.
+round robin, 6 games per pairing at 250 ms per move (DEMO_DEFAULTS), seed 1.
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ DEFAULTS: dict[str, Any] = {
     "format": "round-robin", "challengers": [], "games": 10, "edition": "revised", "seed": 1,
     "per_move_ms": 1000, "bank_ms": 10_000, "first_move_ms": 5000,
 }
+DEMO_DEFAULTS: dict[str, Any] = {"games": 6, "per_move_ms": 250}
+"""The embedded demo (no file, no entrants) plays shorter: the search bot uses all its time."""
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _CLI = "command line"
 
@@ -200,6 +203,9 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
         else:
             raise ConfigError(f"{_CLI}: unknown key {key!r}: valid keys are "
                               f"{', '.join(KEYS + TIME_CONTROL_KEYS)}")
+    if path is None and "entrants" not in given:  # the embedded demo: quick enough to watch
+        for key, value in DEMO_DEFAULTS.items():
+            given.setdefault(key, _Given(value, "built-in demo default", cwd, key))
     default_name = re.sub(r"[^A-Za-z0-9_.+-]", "-", path.stem).lstrip("-_.+") if path else ""
     return _build(given, default_name or "demo")
 
