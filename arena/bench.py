@@ -1,6 +1,7 @@
 """`make bench`: performance figures, printed (never asserted by a timed test).
 
-Run as ``python -m arena.bench [section ...]``; sections: engine (default: all).
+Run as ``python -m arena.bench [section ...]``; sections: engine, referee, tournament,
+sandbox (default: all).
 """
 
 from __future__ import annotations
@@ -137,6 +138,54 @@ def bench_tournament(games_per_pairing: int = 20) -> None:
               "first use: shipping and starting bots included)")
 
 
+def bench_sandbox(starts: int = 10, games: int = 20) -> None:
+    """Strict sandbox against none: time to hello per bot start, and the referee's round
+    trip per move (random vs random, bots reused)."""
+    import tempfile
+    from pathlib import Path
+
+    from arena.channel.manifest import Manifest
+    from arena.channel.sandbox import check_strict_available
+    from arena.match import BotPool, sample_bots_dir
+
+    print("sandbox (strict vs none)")
+    for line in check_strict_available():
+        print(f"  in force: {line}")
+    bots = [Manifest.load(sample_bots_dir() / name) for name in ("random", "cbot")]
+    random_bot = bots[0]
+    start_ms: dict[tuple[str, str], list[float]] = {}
+    round_trip: dict[str, list[float]] = {}
+    rates: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for level in ("none", "strict"):
+            with BotPool(bots, Path(tmp) / level, sandbox=level) as pool:
+                for index, bot in enumerate(bots):
+                    samples = start_ms.setdefault((bot.name, level), [])
+                    for _ in range(starts):
+                        pool.handles[index].kill()
+                        samples.append(pool.start_time(index) * 1000)
+            with BotPool([random_bot, random_bot], Path(tmp) / f"{level}-games", sandbox=level) as pool:
+                pool.play(0, 1, seed=0)  # start both processes before timing
+                times = round_trip.setdefault(level, [])
+                started = time.perf_counter()
+                for game in range(games):
+                    result = pool.play(game % 2, 1 - game % 2, seed=game)
+                    times.extend(move["time_ms"] for move in result.record["moves"])
+                rates[level] = games / (time.perf_counter() - started)
+    for bot in bots:
+        none, strict = (statistics.median(start_ms[(bot.name, level)]) for level in ("none", "strict"))
+        print(f"  start to hello, {bot.name:7s} median: none {none:7.1f} ms   strict {strict:7.1f} ms   "
+              f"sandbox cost {strict - none:+6.1f} ms   ({starts} starts each)")
+    none_rt, strict_rt = (statistics.fmean(round_trip[level]) for level in ("none", "strict"))
+    print(f"  move round trip, mean:       none {none_rt * 1000:7.0f} us   strict {strict_rt * 1000:7.0f} us"
+          f"   overhead {(strict_rt - none_rt) * 1000:+6.0f} us per move")
+    for level in ("none", "strict"):
+        p50 = statistics.median(round_trip[level]) * 1000
+        p99 = sorted(round_trip[level])[int(len(round_trip[level]) * 0.99)] * 1000
+        print(f"  {level:6s} round trip p50 {p50:6.0f} us   p99 {p99:6.0f} us   {rates[level]:5.1f} games/s "
+              f"({games} games, {len(round_trip[level])} moves)")
+
+
 def _us(samples_ns: list[int]) -> str:
     mean = statistics.fmean(samples_ns) / 1000
     p50 = statistics.median(samples_ns) / 1000
@@ -145,7 +194,7 @@ def _us(samples_ns: list[int]) -> str:
 
 
 SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
-                                "tournament": bench_tournament}
+                                "tournament": bench_tournament, "sandbox": bench_sandbox}
 
 
 def main(argv: list[str]) -> None:

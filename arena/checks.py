@@ -23,8 +23,10 @@ class ConformanceReport:
 
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     per_move_ms: int = 1000, bank_ms: int = 10_000,
-                    first_move_ms: int = 5000, ruleset: Ruleset | None = None) -> ConformanceReport:
-    """Build the bot, time its handshake, play ``games`` games against random in both seats."""
+                    first_move_ms: int = 5000, ruleset: Ruleset | None = None,
+                    sandbox: str = "none") -> ConformanceReport:
+    """Build the bot, time its handshake, play ``games`` games against random in both seats
+    (confined by ``sandbox``, "none" or "strict", as a tournament would)."""
     report = ConformanceReport()
     try:
         manifest = Manifest.load(bot)
@@ -37,7 +39,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
     with tempfile.TemporaryDirectory(prefix="arena-check-") as tmp:
         logs = log_dir or Path(tmp)
-        with BotPool([manifest, opponent], logs) as pool:
+        with BotPool([manifest, opponent], logs, sandbox=sandbox) as pool:
             if 0 in pool.build_errors:
                 report.problems.append(pool.build_errors[0])
                 return report
@@ -77,7 +79,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     return report
 
 
-def submit(bot: Path, entrants: Path, *, games: int = 4) -> tuple[ConformanceReport, Path | None]:
+def submit(bot: Path, entrants: Path, *, games: int = 4,
+           sandbox: str = "none") -> tuple[ConformanceReport, Path | None]:
     """Build and check ``bot``; copy it into ``entrants/<name>`` only if it passes.
 
     An entrant of the same name is replaced (atomically: the new copy is complete before
@@ -86,7 +89,7 @@ def submit(bot: Path, entrants: Path, *, games: int = 4) -> tuple[ConformanceRep
     import shutil
     import tempfile
 
-    report = run_conformance(bot, games=games)
+    report = run_conformance(bot, games=games, sandbox=sandbox)
     if report.problems:
         return report, None
     manifest = Manifest.load(bot)

@@ -164,6 +164,26 @@ def _time_control_options(func):  # type: ignore[no-untyped-def]
     return func
 
 
+def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
+    """``--sandbox strict|none``: how bots are confined (README, section Sandbox)."""
+    if default == "none":
+        text = ("How to confine the bots: none (default: resource limits and process-tree control "
+                "only, for a bot author's own machine) or strict (bubblewrap; needs root).")
+    else:
+        text = ("How to confine the bots: strict (the default: bubblewrap, no network, only their "
+                "own folder; needs root) or none (resource limits only, for a machine you trust).")
+    return click.option("--sandbox", type=click.Choice(["strict", "none"]), default=default,
+                        show_default=default is not None, help=text)
+
+
+def _announce_sandbox(level: str) -> None:
+    """Say which limits are in force (or fail with why strict cannot be had)."""
+    if level == "strict":
+        from arena.channel.sandbox import check_strict_available
+
+        click.echo("sandbox strict: " + "; ".join(check_strict_available()))
+
+
 @main.command()
 @click.argument("bot_a", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("bot_b", type=click.Path(file_okay=False, path_type=Path))
@@ -178,9 +198,10 @@ def _time_control_options(func):  # type: ignore[no-untyped-def]
               show_default=True, help="Folder for the bots' stderr and build logs.")
 @_time_control_options
 @_game_options
+@_sandbox_option("none")
 def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bool, out: Path | None,
          logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int, game: str,
-         components_file: Path | None) -> None:
+         components_file: Path | None, sandbox: str) -> None:
     """Play games between two bot folders (each with a bot.toml); seats alternate."""
     from arena.engine.render import render
     from arena.match import BotPool, load_manifests
@@ -192,7 +213,8 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     manifests = load_manifests([bot_a, bot_b])
     wins = [0, 0]
     failures = 0
-    with BotPool(manifests, logs) as pool:
+    _announce_sandbox(sandbox)
+    with BotPool(manifests, logs, sandbox=sandbox) as pool:
         for error in pool.build_errors.values():
             click.echo(f"warning: {error}", err=True)
         names = pool.labels
@@ -232,13 +254,16 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
               help="Folder for logs (default: a temporary folder).")
 @_time_control_options
 @_game_options
+@_sandbox_option("none")
 def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_ms: int,
-              first_move_ms: int, game: str, components_file: Path | None) -> None:
+              first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
     """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
     from arena.checks import run_conformance
 
+    _announce_sandbox(sandbox)
     report = run_conformance(bot, games=games, log_dir=logs, ruleset=_ruleset(game, None, components_file),
-                             per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms)
+                             per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms,
+                             sandbox=sandbox)
     for line in report.lines:
         click.echo(line)
     if report.problems:
@@ -270,12 +295,13 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Results folder.")
 @click.option("--dask", "dask_address", metavar="SCHEDULER_ADDRESS",
               help="Run the games on this Dask scheduler instead of local processes.")
+@_sandbox_option(None)
 def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...], name: str | None,
                            format_: str | None, challengers: tuple[str, ...], games: int | None,
                            seed: int | None, concurrency: int | None, per_move_ms: int | None,
                            bank_ms: int | None, first_move_ms: int | None, edition: str | None,
                            game: str | None, components_file: Path | None, out: Path | None,
-                           dask_address: str | None) -> None:
+                           dask_address: str | None, sandbox: str | None) -> None:
     """Run a tournament (CONFIG_FILE is TOML; flags override it). Resumable: run the same
     command again after an interruption and only the missing games are played.
 
@@ -290,13 +316,18 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         "entrants": list(entrants), "name": name, "format": format_, "challengers": list(challengers),
         "games": games, "seed": seed, "concurrency": concurrency, "per_move_ms": per_move_ms,
         "bank_ms": bank_ms, "first_move_ms": first_move_ms, "edition": edition, "out": out,
-        "game": game, "components": components_file})
+        "game": game, "components": components_file, "sandbox": sandbox})
     if config.ruleset().unverified:
         click.echo(f"note: {config.ruleset().unverified}", err=True)
     click.echo(f"tournament {config.name} ({config.game}): {len(config.entrants)} entrants "
                f"({', '.join(config.names)}), {config.format}, {config.games} games per pairing, "
                f"concurrency {config.concurrency}" + (f", Dask at {dask_address}" if dask_address else "")
                + f"; results in {config.out}")
+    if dask_address and config.sandbox == "strict":
+        click.echo("sandbox strict: set up by each Dask worker (a worker that cannot provide it fails "
+                   "the run)")
+    elif not dask_address:
+        _announce_sandbox(config.sandbox)
     executor = None
     if dask_address:
         from arena.tournament.distributed import DaskExecutor
@@ -406,9 +437,10 @@ def ratings(results: Path, csv_path: Path | None) -> None:
               show_default=True)
 @_time_control_options
 @_game_options
+@_sandbox_option("none")
 def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: float, max_games: int,
          seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int, bank_ms: int,
-         first_move_ms: int, game: str, components_file: Path | None) -> None:
+         first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
     """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
@@ -427,7 +459,8 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"(pairs 0/1/2 wins: {state.pairs[0]}/{state.pairs[1]}/{state.pairs[2]}) "
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
-    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
+    _announce_sandbox(sandbox)
+    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, sandbox=sandbox,
                      ruleset=_ruleset(game, edition, components_file),
                      time_control=_tc(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report)
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
@@ -450,12 +483,14 @@ def _tc(per_move_ms: int, bank_ms: int, first_move_ms: int):  # type: ignore[no-
               show_default=True, help="The folder of entrants a tournament reads.")
 @click.option("--games", type=click.IntRange(min=2), default=4, show_default=True,
               help="Conformance games against the random sample bot.")
-def submit(bot: Path, entrants: Path, games: int) -> None:
+@_sandbox_option("none")
+def submit(bot: Path, entrants: Path, games: int, sandbox: str) -> None:
     """Hand in BOT: build it, run the conformance check, and copy it into the entrants
     folder only if it passes (an entrant of the same name is replaced)."""
     from arena.checks import submit as submit_bot
 
-    report, installed = submit_bot(bot, entrants, games=games)
+    _announce_sandbox(sandbox)
+    report, installed = submit_bot(bot, entrants, games=games, sandbox=sandbox)
     for line in report.lines:
         click.echo(line)
     if installed is None:
@@ -465,3 +500,4 @@ def submit(bot: Path, entrants: Path, games: int) -> None:
             click.echo(f"  - {problem}", err=True)
         raise SystemExit(1)
     click.echo(f"ACCEPTED: installed as {installed}")
+

@@ -27,6 +27,10 @@ class ConfigError(ArenaError):
     """A malformed configuration file, manifest or command-line value."""
 
 
+class SandboxError(ArenaError):
+    """A sandbox level that cannot be provided on this host (the message says why)."""
+
+
 class ProtocolError(ArenaError):
     """A bot message that breaks the protocol."""
 

@@ -7,15 +7,17 @@ through the referee.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from arena.channel.bot import BotHandle
 from arena.channel.manifest import Manifest, build
 from arena.channel.process import ResourceLimits
+from arena.channel.sandbox import LEVELS, Sandbox, UidClaim, check_strict_available
 from arena.channel.transport import ZmqHub
 from arena.engine import Ruleset
-from arena.errors import ArenaError, BotStartError
+from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.paths import sample_bots_dir
 from arena.protocol.codec import load_schemas
 from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
@@ -53,22 +55,39 @@ class BotPool:
 
     A bot whose build fails is kept in the pool as broken: each of its games is
     recorded as a start failure, so the rest of a match or tournament carries on.
+
+    ``sandbox`` is a level, ``"none"`` or ``"strict"`` (raises SandboxError if strict
+    cannot be provided here), or a :class:`Sandbox` to use for every bot. Under a
+    sandbox each bot gets a uid of its own, claimed for the pool's lifetime.
     """
 
     def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
                  limits: ResourceLimits | None = None, do_build: bool = True,
-                 broken: dict[int, str] | None = None) -> None:
+                 broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none") -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         load_schemas()  # read the schema files now, never on a bot's clock
+        if isinstance(sandbox, str):
+            if sandbox not in LEVELS:
+                raise ConfigError(f"sandbox: expected one of {', '.join(LEVELS)}, got {sandbox!r}")
+            if sandbox == "strict":
+                check_strict_available()
+        self.sandbox = Sandbox() if sandbox == "strict" else sandbox if isinstance(sandbox, Sandbox) else None
+        self._uids = [UidClaim() for _ in manifests] if self.sandbox is not None else []
         self.hub = ZmqHub()
         self.labels = labels or unique_labels([m.name for m in manifests])
-        self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label)
-                        for m, label in zip(manifests, self.labels, strict=True)]
+        self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label,
+                                  sandbox=self._bot_sandbox(i))
+                        for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
         self.build_errors = build_all(manifests, log_dir, self.labels) if do_build else {}
         self.build_errors.update(broken or {})
         for index, error in self.build_errors.items():
             self.handles[index].broken = error
+
+    def _bot_sandbox(self, index: int) -> Sandbox | None:
+        if self.sandbox is None:
+            return None
+        return dataclasses.replace(self.sandbox, uid=self._uids[index].uid)
 
     def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
              first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
@@ -89,6 +108,8 @@ class BotPool:
         for handle in self.handles:
             handle.close()
         self.hub.close()
+        for claim in self._uids:
+            claim.release()
 
     def __enter__(self) -> BotPool:
         return self

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -143,7 +144,9 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_games(tmp_path: Path) -> None:
 def test_broken_bots_lose_their_games_and_the_rest_completes(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     write_bot(bots / "nobuild", "nobuild", ["./bot"], protocol="stdio", build="exit 3")
-    write_bot(bots / "diesatstart", "diesatstart", [sys.executable, str(MISBEHAVE), "exit_at_start"])
+    (bots / "diesatstart").mkdir(parents=True)  # a sandboxed bot sees only its own folder
+    shutil.copy(MISBEHAVE, bots / "diesatstart" / "misbehave.py")
+    write_bot(bots / "diesatstart", "diesatstart", ["python", "misbehave.py", "exit_at_start"])
     proc = arena("run-tournament", "--bots", str(bots), "--bots", str(SAMPLES / "random"),
                  "--games", "2", "--out", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr

@@ -17,6 +17,7 @@ from typing import Any
 from arena import __version__
 from arena.channel.manifest import Manifest
 from arena.channel.process import BotProcess, ResourceLimits
+from arena.channel.sandbox import SANDBOX_TMP, Sandbox
 from arena.channel.transport import Channel, StdioChannel, ZmqHub
 from arena.errors import BotStartError
 from arena.protocol.codec import decode, encode
@@ -32,11 +33,12 @@ class BotHandle:
 
     def __init__(self, manifest: Manifest, *, hub: ZmqHub | None, log_dir: Path,
                  limits: ResourceLimits | None = None, start_timeout_s: float = START_TIMEOUT_S,
-                 label: str | None = None) -> None:
+                 label: str | None = None, sandbox: Sandbox | None = None) -> None:
         self.manifest = manifest
         self.name = label or manifest.name
         self._hub = hub
         self._limits = limits or ResourceLimits()
+        self.sandbox = sandbox  # None: level none
         self._start_timeout_s = start_timeout_s
         self.stderr_log = log_dir / f"{_safe(self.name)}.stderr.log"
         self.process: BotProcess | None = None
@@ -44,6 +46,7 @@ class BotHandle:
         self.hello: dict[str, Any] = {}
         self.starts = 0
         self.markers: list[str] = []  # the process-tree marker of every process started
+        self.cgroups: list[Path] = []  # and the cgroup folders of every sandboxed one
         self._workdir: Path | None = None
         self.last_decode_ns = 0  # referee overhead spent decoding the last message
         self.broken: str | None = None  # set when the bot cannot be built: never started
@@ -72,24 +75,36 @@ class BotHandle:
         if self.is_running() and self.channel is not None:
             return
         self.kill()
-        self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{_safe(self.name)}-"))
-        env = {"HOME": str(self._workdir), "TMPDIR": str(self._workdir)}
+        if self.sandbox is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{_safe(self.name)}-"))
+            env = {"HOME": str(self._workdir), "TMPDIR": str(self._workdir)}
+        else:  # a private tmpfs inside the sandbox
+            env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
         stdio = self.manifest.protocol == "stdio"
         token = None
+        sockets: list[Path] = []
         if not stdio:
             if self._hub is None:
                 raise BotStartError(f"bot {self.name}: a zmq bot needs a ZeroMQ hub")
             token = self._hub.new_token()
             env.update(self._hub.env(token))
+            if self.sandbox is not None:
+                endpoint = env["ARENA_ENDPOINT"]
+                if not endpoint.startswith("ipc://"):
+                    raise BotStartError(f"bot {self.name}: a sandboxed bot has no network; its "
+                                        f"ZeroMQ endpoint must be an ipc socket, not {endpoint}")
+                sockets.append(Path(endpoint[len("ipc://"):]))
         self.stderr_log.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.process = BotProcess.start(
                 self.manifest.argv(), cwd=self.manifest.folder, env=env, limits=self._limits,
-                stderr_log=self.stderr_log, pipes=stdio)
+                stderr_log=self.stderr_log, pipes=stdio, sandbox=self.sandbox, sockets=sockets)
         except BotStartError as exc:
             raise BotStartError(f"bot {self.name}: {exc}") from None
         self.starts += 1
         self.markers.append(self.process.marker)
+        if self.process.cgroup is not None:
+            self.cgroups.extend(sorted(set(self.process.cgroup.folders.values())))
         if stdio:
             self.channel = StdioChannel(self.process, name=self.name)
         else:

@@ -11,8 +11,9 @@ gets a random marker in its environment, ``ARENA_BOT_MARKER=<uuid>``, inherited 
 everything it starts; :meth:`BotProcess.tree_pids` scans ``/proc`` for the bot's
 session, the parent-chain closure from there, and any process whose
 ``/proc/<pid>/environ`` carries the marker. A descendant that both leaves the session
-*and* execs with a fresh environment *and* is orphaned is out of reach of ``/proc``
-(only a cgroup would catch it); bots are not expected to go to that length.
+*and* execs with a fresh environment *and* is orphaned is out of reach of ``/proc``;
+under a strict sandbox (:mod:`arena.channel.sandbox`) the bot's cgroup lists it anyway,
+and its pid namespace dies with the bot.
 
 The direct child is not reaped until :meth:`BotProcess.kill_tree`: :meth:`poll` looks
 at its exit status with ``waitid(WNOWAIT)``. The zombie keeps its pid, and so the
@@ -34,13 +35,17 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from arena.errors import BotStartError, ConfigError
+
+if TYPE_CHECKING:
+    from arena.channel.cgroup import BotCgroup
+    from arena.channel.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +106,22 @@ except (OSError, AttributeError):  # pragma: no cover - not Linux
     _prctl = None
 
 
-def _rlimit_setter(limits: ResourceLimits) -> Callable[[], None]:
+def _child_setup(limits: ResourceLimits, cgroup_procs: Sequence[str] = (),
+                 max_processes: int | None = None) -> Callable[[], None]:
     # Runs in the forked child before exec, possibly while other threads of the parent
-    # held locks: everything is computed here, the child only makes setrlimit calls.
+    # held locks: everything is computed here, the child only makes system calls.
     pairs = limits.rlimits()
+    if max_processes is not None:
+        pairs.append((resource.RLIMIT_NPROC, (max_processes, max_processes)))
     setrlimit = resource.setrlimit
 
     def apply() -> None:
+        for path in cgroup_procs:  # join the bot's cgroups: all it starts will be in them
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
         for which, value in pairs:
             setrlimit(which, value)
         if _prctl is not None:  # die with the arena process even if it is SIGKILLed
@@ -134,8 +148,11 @@ class BotProcess:
     stdout: IO[bytes] | None
 
     def __init__(self, popen: subprocess.Popen[bytes], marker: str,
-                 drain: threading.Thread | None, born_ticks: int) -> None:
+                 drain: threading.Thread | None, born_ticks: int,
+                 sandbox: Sandbox | None = None, cgroup: BotCgroup | None = None) -> None:
         self._popen = popen
+        self.sandbox = sandbox
+        self.cgroup = cgroup
         self._born_ticks = born_ticks
         self.pid = popen.pid
         self.marker = marker
@@ -151,7 +168,8 @@ class BotProcess:
     @classmethod
     def start(cls, argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None,
               limits: ResourceLimits = ResourceLimits(), stderr_log: Path | None = None,
-              stderr_cap_bytes: int = 1 << 20, pipes: bool = False) -> BotProcess:
+              stderr_cap_bytes: int = 1 << 20, pipes: bool = False, sandbox: Sandbox | None = None,
+              sockets: Sequence[Path] = ()) -> BotProcess:
         """Start ``argv`` in a new session, in ``cwd`` (created if missing).
 
         The environment is :func:`bot_environment`: PATH, HOME=cwd, LANG, TMPDIR=cwd,
@@ -161,6 +179,9 @@ class BotProcess:
         appended to ``stderr_log``, at most ``stderr_cap_bytes`` per run, then one
         truncation line and the rest is drained and dropped; without a log it is dropped.
 
+        With a ``sandbox`` the command runs confined (:meth:`Sandbox.wrap`), in a cgroup of
+        its own when the host offers cgroups, with the ipc ``sockets`` it needs bound in.
+
         Raises BotStartError when the program cannot be started.
         """
         if not argv:
@@ -169,6 +190,12 @@ class BotProcess:
         marker = uuid.uuid4().hex
         log_file: IO[bytes] | None = None
         read_fd = write_fd = -1
+        cgroup = None
+        max_processes = None
+        if sandbox is not None:
+            argv = sandbox.wrap(argv, folder=cwd, sockets=sockets)
+            cgroup = sandbox.make_cgroup()
+            max_processes = sandbox.process_rlimit()
         try:
             cwd.mkdir(parents=True, exist_ok=True)
             if stderr_log is not None:
@@ -182,13 +209,15 @@ class BotProcess:
                 stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if pipes else err_target,
                 stderr=err_target, close_fds=True, start_new_session=True,
-                preexec_fn=_rlimit_setter(limits))
+                preexec_fn=_child_setup(limits, cgroup.procs_files if cgroup else (), max_processes))
         except (OSError, subprocess.SubprocessError) as exc:
             for fd in (read_fd, write_fd):
                 if fd >= 0:
                     os.close(fd)
             if log_file is not None:
                 log_file.close()
+            if cgroup is not None:
+                cgroup.remove(timeout_s=0)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise BotStartError(f"cannot start {argv[0]!r} in {str(cwd)!r}: {reason}") from exc
         drain = None
@@ -198,7 +227,7 @@ class BotProcess:
                                      name=f"bot-stderr-{popen.pid}", daemon=True)
             drain.start()
         log.debug("started pid %d: %s", popen.pid, argv)
-        return cls(popen, marker, drain, born_ticks)
+        return cls(popen, marker, drain, born_ticks, sandbox, cgroup)
 
     # -- state of the direct child ---------------------------------------------------
 
@@ -230,17 +259,25 @@ class BotProcess:
         return self.poll() is None
 
     def describe_exit(self) -> str:
-        """``"running"``, ``"exit code 3"`` or ``"killed by signal 9 (SIGKILL)"``."""
+        """``"running"``, ``"exit code 3"`` or ``"killed by signal 9 (SIGKILL)"``, and
+        whether the bot went over its memory limit."""
         code = self.poll()
         if code is None:
             return "running"
+        if self.sandbox is not None and code > 128:
+            code = 128 - code  # bwrap exits with 128 + the signal that killed the bot
         if code >= 0:
-            return f"exit code {code}"
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            return f"killed by signal {-code}"
-        return f"killed by signal {-code} ({name})"
+            text = f"exit code {code}"
+        else:
+            try:
+                text = f"killed by signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                text = f"killed by signal {-code}"
+        if self.cgroup is not None and self.cgroup.oom_kills():
+            assert self.sandbox is not None
+            text += (f", out of memory (a process of the bot went over its "
+                     f"{self.sandbox.limits.memory_bytes >> 20} MiB memory limit)")
+        return text
 
     # -- the tree ---------------------------------------------------------------------
 
@@ -270,6 +307,8 @@ class BotProcess:
         root = self.pid
         if not self._reaped:  # the unreaped child pins its pid, so the session id is ours
             members.update(pid for pid, stat in procs.items() if stat.sid == root or pid == root)
+        if self.cgroup is not None:
+            members.update(pid for pid in self.cgroup.pids() if pid in procs)
         for pid in procs.keys() - members:
             if _has_marker(pid, self._marker_entry):
                 members.add(pid)
@@ -285,6 +324,28 @@ class BotProcess:
         members.discard(os.getpid())
         members.discard(1)
         return {pid: procs[pid] for pid in members if procs[pid].is_alive()}
+
+    def holds_pipe(self, inode: int) -> bool:
+        """Whether a process of the bot still has the pipe ``inode`` open, not counting
+        bwrap's own two processes (its monitor, our child, and the sandbox's init, the
+        monitor's child), which keep a copy of every descriptor they pass on."""
+        procs = {pid: _read_stat(str(pid)) for pid in
+                 (self.cgroup.pids() if self.cgroup is not None else self.tree_pids())}
+        needle = f"pipe:[{inode}]"
+        for pid, stat in procs.items():
+            if pid == self.pid or stat is None or stat.ppid == self.pid:
+                continue
+            try:
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == needle:
+                        return True
+                except OSError:
+                    pass
+        return False
 
     def kill_tree(self, grace_s: float = 0.2) -> None:
         """Kill the bot and every descendant, then reap the bot. Idempotent.
@@ -302,6 +363,8 @@ class BotProcess:
                 self._freeze_and_kill(empty_scans=1 if found_none else 0)
             finally:
                 self._reap()
+                if self.cgroup is not None and not self.cgroup.remove():
+                    log.warning("bot %d: cgroup %s not empty after the kill", self.pid, self.cgroup)
 
     def _terminate(self, grace_s: float) -> bool:
         """SIGTERM and wait; True if the scan found nothing to terminate."""

@@ -69,6 +69,7 @@ DEFAULT_RCVHWM = 128  # messages per bot connection inside libzmq (memory: 128 x
 DEFAULT_SEND_TIMEOUT_S = 5.0
 
 _ALIVE_CHECK_S = 0.05  # how often a waiting recv looks at the process
+_OUTPUT_CHECK_S = 0.25  # how often it looks whether a sandboxed stdio bot still holds its stdout
 _EXIT_GRACE_S = 0.5  # after EOF / a dropped connection: time for the exit status to show
 _FLUSH_GRACE_S = 0.2  # after the process died: time for its last bytes to reach us
 _DRAIN_BUDGET = 1024  # zmq messages read per pump (a flood must not starve recv)
@@ -537,6 +538,12 @@ class StdioChannel:
         os.set_blocking(self._out_fd, False)
         self._poll = select.poll()
         self._poll.register(self._out_fd, select.POLLIN)
+        # bwrap keeps its own copy of a sandboxed bot's stdout, so the bot closing it never
+        # shows as EOF: once the bot has written, look in /proc for it (see BotProcess.holds_pipe).
+        self._watch_pipe = process.sandbox is not None
+        self._out_inode = os.fstat(self._out_fd).st_ino
+        self._seen_output = False
+        self._next_pipe_check = 0.0
         self._queue: deque[Item] = deque()
         self._partial = bytearray()  # the current line, never more than max_bytes
         self._discarding: int | None = None  # size so far of an over-long line being skipped
@@ -602,6 +609,13 @@ class StdioChannel:
                         return self._pop()
                     raise BotTerminatedError(f"bot {self.name}: {self._process.describe_exit()}")
                 next_check = now + _ALIVE_CHECK_S
+                if self._watch_pipe and self._seen_output and now >= self._next_pipe_check:
+                    self._next_pipe_check = now + _OUTPUT_CHECK_S
+                    if not self._process.holds_pipe(self._out_inode):
+                        self._read_available()
+                        if self._queue and not self._flooded:
+                            return self._pop()
+                        raise self._output_closed()
             if now >= deadline and looked:
                 return None
             if self._poll.poll(_ms(min(max(deadline - now, 0.0), _ALIVE_CHECK_S))):
@@ -664,6 +678,7 @@ class StdioChannel:
                     self._line(line)
                 break
             total += len(chunk)
+            self._seen_output = True
             self._feed(chunk)
         if self._discarding is not None and not self._oversize_reported:
             # Report now rather than when (if ever) the newline comes.

@@ -11,6 +11,7 @@ components = "my-tiles.json"         # stack-n-stuff only: your own component fi
 edition = "revised"                  # or "original" (patchwork); stack-n-stuff: "standard"
 seed = 1                             # every game seed is derived from it
 concurrency = 4                      # games played at once (default: the number of CPUs)
+sandbox = "strict"                   # or "none": how bots are confined (see README, Sandbox)
 out = "results/spring"
 
 [time_control]
@@ -44,7 +45,7 @@ Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
 MANIFEST = "bot.toml"
 KEYS: tuple[str, ...] = ("name", "entrants", "format", "challengers", "games", "time_control",
-                         "game", "components", "edition", "seed", "concurrency", "out")
+                         "game", "components", "edition", "seed", "concurrency", "sandbox", "out")
 TIME_CONTROL_KEYS: tuple[str, ...] = ("per_move_ms", "bank_ms", "first_move_ms")
 RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "seed", "game",
                                 "components", "edition", "time_control")
@@ -95,6 +96,7 @@ class TournamentConfig:
     components: dict | None = None  # a user's component table (stack-n-stuff), already validated
     seed: int = 1
     concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
+    sandbox: str = "strict"  # "strict" or "none"; not a result key: it does not change results
     out: Path = Path("results/demo")
 
     @property
@@ -128,6 +130,7 @@ class TournamentConfig:
             "edition": self.edition,
             "seed": self.seed,
             "concurrency": self.concurrency,
+            "sandbox": self.sandbox,
             "out": str(self.out),
         }
 
@@ -144,6 +147,7 @@ class TournamentConfig:
                 per_move_ms=tc["per_move_ms"], bank_ms=tc["bank_ms"], first_move_ms=tc["first_move_ms"],
                 edition=data["edition"], game=data.get("game", "patchwork"),
                 components=data.get("components"), seed=data["seed"], concurrency=data["concurrency"],
+                sandbox=data.get("sandbox", "strict"),
                 out=Path(data["out"]))
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"stored tournament config is malformed ({exc!r})") from None
@@ -273,6 +277,9 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
         components = load_components(path)
     seed = _int(get("seed", DEFAULTS["seed"]), None)
     concurrency = _int(get("concurrency", os.cpu_count() or 1), 1)
+    sandbox = get("sandbox", "strict")
+    if sandbox.value not in ("strict", "none"):
+        raise ConfigError(f"{sandbox.label}: expected \"strict\" or \"none\", got {_show(sandbox.value)}")
     out_given = given.get("out")
     if out_given is None:
         out = Path("results") / name
@@ -311,7 +318,7 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
                             games=games, per_move_ms=per_move_ms, bank_ms=bank_ms,
                             first_move_ms=first_move_ms, edition=edition.value, game=game.value,
                             components=components, seed=seed,
-                            concurrency=concurrency, out=out)
+                            concurrency=concurrency, sandbox=sandbox.value, out=out)
 
 
 def _name(given: _Given) -> str:

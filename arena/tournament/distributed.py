@@ -126,6 +126,7 @@ def _unpack(name: str, digest: str, data: bytes) -> Path:
         staging = Path(tempfile.mkdtemp(prefix="unpack-", dir=_cache_dir()))
         with tarfile.open(fileobj=io.BytesIO(data)) as archive:
             archive.extractall(staging, filter="tar")  # "tar" keeps execute bits, refuses escapes
+        staging.chmod(0o755)  # mkdtemp made it 0700; a sandboxed bot runs as another uid
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging, target)
     return target
@@ -135,7 +136,8 @@ def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, by
                    spec: GameSpec) -> Finished:
     """A Dask task: play one game with this worker thread's bot processes."""
     config = TournamentConfig.from_json(config_json)
-    key = tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), config.edition
+    key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), config.edition,
+           config.sandbox)
     pool_entry = getattr(_local, "pools", {}).get(key)
     if pool_entry is None:
         log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
@@ -145,7 +147,8 @@ def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, by
                 Entrant(e.name, folders[e.name], e.description) for e in config.entrants))
             manifests = [Manifest.load(folder) for folder in config.folders]
             broken = build_all(manifests, log_dir, list(config.names))
-        pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken)
+        pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken,
+                       sandbox=config.sandbox)
         atexit.register(pool.close)
         pool_entry = (pool, {name: i for i, name in enumerate(config.names)})
         if not hasattr(_local, "pools"):

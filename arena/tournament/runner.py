@@ -23,7 +23,9 @@ from typing import Any, Protocol
 
 import trueskill
 
+from arena.channel.cgroup import remove_stale_groups
 from arena.channel.manifest import Manifest
+from arena.channel.sandbox import check_strict_available
 from arena.errors import ArenaError
 from arena.match import BotPool, build_all
 from arena.referee import TimeControl
@@ -95,8 +97,13 @@ def play_spec(pool: BotPool, index: dict[str, int], config: TournamentConfig,
 def run_tournament(config: TournamentConfig, *, executor: Executor | None = None,
                    on_progress: Callable[[Progress, GameSpec | None], None] | None = None,
                    on_build_error: Callable[[str, str], None] | None = None) -> RunSummary:
-    """Play every scheduled game that is not stored yet; returns when done or interrupted."""
+    """Play every scheduled game that is not stored yet; returns when done or interrupted.
+
+    Raises SandboxError before anything is stored if the config asks for a strict sandbox
+    that this machine cannot provide (a Dask executor checks on its workers instead)."""
     started = time.monotonic()
+    if executor is None and config.sandbox == "strict":
+        check_strict_available()
     config.out.mkdir(parents=True, exist_ok=True)
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
@@ -225,6 +232,8 @@ class LocalExecutor:
                 process.kill()
                 process.join(1)
         self._workers.clear()
+        if self.config.sandbox == "strict":
+            remove_stale_groups()  # of workers that had to be killed before they cleaned up
         for q in (self._tasks, self._results):
             if q is not None:
                 q.cancel_join_thread()
@@ -249,7 +258,9 @@ def _worker_main(config_json: dict[str, Any], broken: dict[int, str], log_dir: s
     manifests = [Manifest.load(folder) for folder in config.folders]
     index = {name: i for i, name in enumerate(config.names)}
     with BotPool(manifests, Path(log_dir), labels=list(config.names), do_build=False,
-                 broken=broken) as pool:
+                 broken=broken, sandbox=config.sandbox) as pool:
         while (spec := tasks.get()) is not None:
             results.put(("started", worker_id, spec))
             results.put(("done", worker_id, *play_spec(pool, index, config, spec)))
+        # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -1,15 +1,22 @@
 """A scripted misbehaving bot for the referee tests (fastchess-style test engines).
 
-Usage: python misbehave.py KIND [stdio] [LOG]. It plays like the random bot (first legal
-move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it speak
-JSON lines on stdin/stdout instead of ZeroMQ; the ``recorder`` kind plays normally and
-appends every message it receives to LOG (the last argument).
+Usage: python misbehave.py KIND [stdio] [ARG ...]. It plays like the random bot (first
+legal move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it
+speak JSON lines on stdin/stdout instead of ZeroMQ; the ``recorder`` kind plays normally
+and appends every message it receives to LOG (the last argument).
+
+The sandbox kinds (``ATTEMPTS``) try to break out right after their hello, report each
+attempt on stderr as ``<kind>: DONE ...`` or ``<kind>: blocked (<error>)`` (the tests
+read the bot's stderr log), then play on if they still can. Their ARGs are the ports,
+paths or folders to try.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +25,152 @@ from arena.engine import GameState
 
 KIND = sys.argv[1]
 STDIO = "stdio" in sys.argv[2:]
+ARGS = [arg for arg in sys.argv[2:] if arg != "stdio"]
 TRIGGER_MOVE = 3  # misbehave on this move of the game (1-based), so the game is under way
+MIB = 2**20
+SAFETY_CAP = 8192 * MIB  # no attempt goes further, whatever the limits (runs without a sandbox)
+
+
+def report(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def attempt(label: str, action) -> None:  # type: ignore[no-untyped-def]
+    """Run one attempt; report DONE and what it achieved, or blocked and why."""
+    try:
+        detail = action()
+    except (OSError, MemoryError) as exc:
+        report(f"{label}: blocked ({type(exc).__name__}: {exc})")
+    else:
+        report(f"{label}: DONE {detail}")
+
+
+def try_net() -> None:
+    """Connect to each local port given, and to a public address."""
+    for port in ARGS:
+        attempt(f"net 127.0.0.1:{port}", lambda p=int(port): socket.create_connection(
+            ("127.0.0.1", p), timeout=2).getpeername())
+    attempt("net 1.1.1.1:53", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2).getpeername())
+
+
+def try_snoop() -> None:
+    """Read each path given (a folder is listed)."""
+    report(f"snoop: uid {os.getuid()}")
+
+    def read(path: str) -> str:
+        if os.path.isdir(path):
+            return "entries " + " ".join(sorted(os.listdir(path)))
+        with open(path, "rb") as handle:
+            return f"{len(handle.read())} bytes"
+
+    for path in ARGS:
+        attempt(f"read {path}", lambda p=path: read(p))
+
+
+def try_write() -> None:
+    """Write a file at each path given, then in TMPDIR (which must work)."""
+    def write(path: str) -> str:
+        with open(path, "w") as handle:
+            handle.write("pwned\n")
+        return "wrote it"
+
+    for path in ARGS + [os.path.join(os.environ.get("TMPDIR", "/tmp"), "mine.txt")]:
+        attempt(f"write {path}", lambda p=path: write(p))
+
+
+def try_balloon() -> None:
+    """Allocate (and touch) memory until it fails; the kernel may kill us first."""
+    chunks = []
+
+    def grow() -> str:
+        while len(chunks) * 32 * MIB < SAFETY_CAP:
+            chunks.append(b"\x01" * (32 * MIB))
+        return f"{len(chunks) * 32} MiB"
+
+    try:
+        attempt("balloon", grow)
+        report(f"balloon: held {len(chunks) * 32} MiB")
+    finally:
+        chunks.clear()
+
+
+def try_fork_bomb() -> None:
+    """Fork children that sleep forever until fork fails."""
+    children = 0
+
+    def bomb() -> str:
+        nonlocal children
+        while children < 5000:
+            if os.fork() == 0:
+                while True:
+                    signal.pause()
+            children += 1
+        return f"{children} processes"
+
+    attempt("fork_bomb", bomb)
+    report(f"fork_bomb: {children} children running")
+
+
+def try_cpu_hog() -> None:
+    """Three busy children for a second: how many cores' worth of CPU did they get?"""
+    started = time.monotonic()
+    pids = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            while time.monotonic() - started < 1.5:
+                pass
+            os._exit(0)
+        pids.append(pid)
+    cpu = sum(os.wait4(pid, 0)[2].ru_utime for pid in pids)
+    wall = time.monotonic() - started
+    report(f"cpu_hog: {cpu:.2f} s of CPU in {wall:.2f} s = {cpu / wall:.2f} cores")
+
+
+def try_disk_fill() -> None:
+    """Fill TMPDIR (then /dev/shm) with 32 MiB files until a write fails."""
+    block = b"\x02" * (4 * MIB)
+    for folder in (os.environ.get("TMPDIR", "/tmp"), "/dev/shm"):
+        written = 0
+
+        def fill(folder: str = folder) -> str:
+            nonlocal written
+            while written < SAFETY_CAP:
+                with open(os.path.join(folder, f"fill-{written // (32 * MIB)}"), "ab") as handle:
+                    for _ in range(8):
+                        handle.write(block)
+                        handle.flush()
+                        written += len(block)
+            return f"{written // MIB} MiB"
+
+        attempt(f"disk_fill {folder}", fill)
+        report(f"disk_fill {folder}: wrote {written // MIB} MiB")
+
+
+def try_stderr_spam() -> None:
+    line = b"spam " * 13000 + b"\n"  # ~64 KiB
+    for _ in range(320):  # ~20 MiB
+        os.write(2, line)
+
+
+def try_ignore_term() -> None:
+    """Ignore SIGTERM, and leave behind a child and a setsid grandchild with a clean
+    environment (no arena marker) that ignore it too."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setsid()
+            os.execve(sys.executable, [sys.executable, "-c", "import signal, time\n"
+                      "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(1)"], {})
+        while True:
+            time.sleep(1)
+    report("ignore_term: child and grandchild started")
+
+
+ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
+            "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
+            "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term}
 
 
 class Link:
@@ -84,6 +236,8 @@ def main() -> None:
             if os.fork() == 0:
                 os.execvp("sleep", ["sleep", "300"])
             os._exit(0)
+    if KIND in ATTEMPTS:
+        ATTEMPTS[KIND]()
     moves_made = 0
     while True:
         message = link.recv()
@@ -112,6 +266,10 @@ def main() -> None:
             link.send(move_reply(seq, state))
         elif KIND == "crash":
             os._exit(3)
+        elif KIND == "close_output":  # stdio: close stdout and keep running
+            os.close(1)
+            while True:
+                time.sleep(1)
         elif KIND == "garbage":
             link.send_raw(b"\x00\xffthis is not json at all")
         elif KIND == "truncated":
@@ -131,7 +289,7 @@ def main() -> None:
             # during the next request and must be dropped, not taken as the answer.
             link.send(move_reply(seq - 1, state))
             link.send(move_reply(seq, state))
-        elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder"):
+        elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
         else:
             raise SystemExit(f"unknown kind {KIND}")
