@@ -105,7 +105,9 @@ def random_games(n: int, seed: int, out: Path, edition: str, game: str, componen
               help="Which record of the file to render (1-based).")
 @click.option("--step", is_flag=True, help="Render every position, move by move "
               "(waits for Enter between moves on a terminal).")
-def replay(file: Path, game: int, step: bool) -> None:
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a standalone HTML viewer of the game here instead of rendering it.")
+def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     """Validate the game records of FILE and render one game."""
     from arena.engine.render import render
     from arena.errors import RecordError
@@ -128,6 +130,11 @@ def replay(file: Path, game: int, step: bool) -> None:
     players = tuple(record.get("players", ["seat 0", "seat 1"]))[:2]
     click.echo(f"{file}: {count} record(s) valid; game {game}: seed {record.get('seed')}, "
                f"edition {record.get('edition')}, {players[0]} vs {players[1]}")
+    if html_out is not None:
+        from arena.cli_report import write_replay_html
+
+        write_replay_html(record, states, html_out)
+        return
     if step:
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
         for i, state in enumerate(states):
@@ -501,3 +508,7 @@ def submit(bot: Path, entrants: Path, games: int, sandbox: str) -> None:
         raise SystemExit(1)
     click.echo(f"ACCEPTED: installed as {installed}")
 
+
+from arena.cli_report import report  # noqa: E402  (registered last: the command lives in its own module)
+
+main.add_command(report)
