@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help install demo test lint bench clean
+.PHONY: help install demo test lint bench bench-bots soak clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -30,6 +30,12 @@ lint: $(STAMP)  ## ruff and mypy
 
 bench: $(STAMP)  ## print performance figures
 	$(BIN)/python -m arena.bench
+
+bench-bots: $(STAMP)  ## bot strength: mcts against greedy and random, 200 games each at 1 s per move (over an hour)
+	$(BIN)/python -m arena.bench_bots --games 200 --per-move-ms 1000
+
+soak: $(STAMP)  ## the sandbox soak: 2,000+ games of sample and misbehaving bots under --sandbox strict
+	$(BIN)/python -m tests.soak --games 2000
 
 clean:  ## remove the venv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,232 @@
+"""`make bench-bots`: how strong is a bot? Win rates against the sample bots, printed.
+
+Run as ``python -m arena.bench_bots [--games 200] [--per-move-ms 1000] [--concurrency 2]
+[--bot sample_bots/mcts] [--opponents greedy random]``. Not a timed test: at the default
+1 s per move, 200 games against each of two opponents take over an hour on two cores.
+
+Every opponent plays game pairs on one seed (the same patch circle) with the seats
+swapped, as `arena play` does: games 2k and 2k+1 use seed S+k, the bot under test in
+seat 0 and then in seat 1 (seat 0 moves first). Pairs alternate between the opponents,
+so a run cut short is still balanced. Games run ``--concurrency`` at a time, each
+worker process with its own :class:`arena.match.BotPool` (its own bot processes, kept
+across games). A line is printed per finished game and the table every ``--table-every``
+games, so a partial run has partial results; the table again at the end:
+
+    opponent, games, wins, win rate, 95% Wilson interval, mean score margin,
+    mean and max think time per move of the bot under test, moves over the per-move
+    limit (drawn on the bank), failures (games not ended by the rules).
+
+A machine busy with other work makes a time-limited bot weaker, never stronger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing.util
+import sys
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arena.referee import TimeControl
+
+_pool: Any = None  # the worker process's BotPool (see _start_worker)
+_keep_records = False
+
+
+@dataclass
+class GameSummary:
+    """What a worker sends back for one game."""
+
+    opponent: int  # its index in the pool (the tested bot is 0)
+    seed: int
+    seat: int  # the tested bot's seat
+    won: bool
+    margin: int  # tested bot's score minus the opponent's
+    termination: str
+    detail: str
+    think_ms: list[float]  # the tested bot's time per move, as the referee measured it
+    duration_s: float
+    record: dict[str, Any] | None = None
+
+
+@dataclass
+class Tally:
+    games: int = 0
+    wins: int = 0
+    margins: list[int] = field(default_factory=list)
+    think_ms: list[float] = field(default_factory=list)
+    over_limit: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, game: GameSummary, per_move_ms: int, first_move_ms: int) -> None:
+        self.games += 1
+        self.wins += game.won
+        self.margins.append(game.margin)
+        self.think_ms.extend(game.think_ms)
+        limits = [first_move_ms] + [per_move_ms] * (len(game.think_ms) - 1)
+        self.over_limit += sum(t > limit for t, limit in zip(game.think_ms, limits))
+        if game.termination != "normal":
+            self.failures.append(f"seed {game.seed} seat {game.seat}: {game.termination}: {game.detail}")
+
+
+def wilson_interval(wins: int, games: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95% for z = 1.96)."""
+    if games == 0:
+        return (0.0, 1.0)
+    p = wins / games
+    centre = p + z * z / (2 * games)
+    spread = z * math.sqrt(p * (1 - p) / games + z * z / (4 * games * games))
+    scale = 1 + z * z / games
+    return (max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale))
+
+
+def format_table(bot: str, tallies: dict[str, Tally]) -> str:
+    header = (f"| opponent | games | {bot} wins | win rate | 95% interval | mean margin | "
+              "think ms/move (mean / max) | over limit | failures |")
+    lines = [header, "|---|---:|---:|---:|---|---:|---|---:|---:|"]
+    for name, tally in tallies.items():
+        if tally.games == 0:
+            continue
+        low, high = wilson_interval(tally.wins, tally.games)
+        think = tally.think_ms or [0.0]
+        lines.append(
+            f"| {name} | {tally.games} | {tally.wins} | {tally.wins / tally.games:.1%} | "
+            f"{low:.1%} - {high:.1%} | {sum(tally.margins) / tally.games:+.1f} | "
+            f"{sum(think) / len(think):.0f} / {max(think):.0f} | {tally.over_limit} | "
+            f"{len(tally.failures)} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ worker side
+def _start_worker(bot: str, opponents: list[str], log_root: str, keep_records: bool) -> None:
+    global _pool, _keep_records
+    from arena.match import BotPool, load_manifests
+
+    log_dir = Path(log_root) / f"worker-{multiprocessing.current_process().pid}"
+    _pool = BotPool(load_manifests([Path(bot)] + [Path(o) for o in opponents]), log_dir)
+    _keep_records = keep_records
+    if _pool.build_errors:
+        raise SystemExit(f"build failed: {_pool.build_errors}")
+    # Workers end with os._exit, which skips atexit: Finalize runs at a worker's exit.
+    multiprocessing.util.Finalize(None, _pool.close, exitpriority=10)
+
+
+def _play(opponent_index: int, seed: int, seat: int, edition: str,
+          time_control: TimeControl) -> GameSummary:
+    pool = _pool
+    seats = (0, opponent_index) if seat == 0 else (opponent_index, 0)
+    result = pool.play(*seats, seed=seed, edition=edition, time_control=time_control,
+                       game_id=f"bench-{seed}-{seat}")
+    scores = result.scores
+    think = [m["time_ms"] for m in result.record["moves"] if m["player"] == seat]
+    return GameSummary(
+        opponent=opponent_index, seed=seed, seat=seat, won=result.winner == seat,
+        margin=scores[seat] - scores[1 - seat], termination=result.termination.value,
+        detail=result.detail, think_ms=think, duration_s=result.duration_s,
+        record=result.record if _keep_records else None)
+
+
+# ------------------------------------------------------------------ coordinator
+def schedule(games: int, opponents: int, seed: int) -> list[tuple[int, int, int]]:
+    """(opponent index from 1, seed, tested bot's seat) in play order: pairs on one seed
+    with the seats swapped, alternating opponents pair by pair."""
+    return [(opp, seed + k, seat) for k in range(games // 2)
+            for opp in range(1, opponents + 1) for seat in (0, 1)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from arena.match import load_manifests, sample_bots_dir, unique_labels
+    from arena.records import append_record
+
+    samples = sample_bots_dir()
+    parser = argparse.ArgumentParser(prog="python -m arena.bench_bots", description=__doc__.splitlines()[0])
+    parser.add_argument("--bot", default=str(samples / "mcts"), help="the bot folder under test")
+    parser.add_argument("--opponents", nargs="+", default=[str(samples / "greedy"), str(samples / "random")],
+                        help="opponent bot folders (or names of sample bots)")
+    parser.add_argument("--games", type=int, default=200, help="games per opponent (even)")
+    parser.add_argument("--per-move-ms", type=int, default=1000)
+    parser.add_argument("--bank-ms", type=int, default=10_000)
+    parser.add_argument("--first-move-ms", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=2, help="games at once (worker processes)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the first pair")
+    parser.add_argument("--edition", default="revised", choices=["revised", "original"])
+    parser.add_argument("--table-every", type=int, default=20, help="print the table every N games")
+    parser.add_argument("--out", type=Path, help="append the game records to this .jsonl file")
+    parser.add_argument("--logs", type=Path, help="folder for the bots' logs (default: temporary)")
+    args = parser.parse_args(argv)
+    if args.games < 2 or args.games % 2:
+        parser.error("--games must be even and at least 2 (seat-swapped pairs)")
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+
+    def folder(name: str) -> str:
+        path = Path(name)
+        return str(path if path.is_dir() else samples / name)
+
+    bot, opponents = folder(args.bot), [folder(o) for o in args.opponents]
+    labels = unique_labels([m.name for m in load_manifests([Path(p) for p in [bot, *opponents]])])
+    bot_name = labels[0]
+    time_control = TimeControl(args.per_move_ms, args.bank_ms, args.first_move_ms)
+    jobs = schedule(args.games, len(opponents), args.seed)
+    tallies = {label: Tally() for label in labels[1:]}
+    print(f"{bot_name} vs {', '.join(tallies)}: {args.games} games each, {args.per_move_ms} ms per "
+          f"move (bank {args.bank_ms}, first move {args.first_move_ms}), {args.edition}, "
+          f"concurrency {args.concurrency}, seeds from {args.seed}", flush=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-bots-") as tmp:
+        log_root = str(args.logs or tmp)
+        with ProcessPoolExecutor(args.concurrency, initializer=_start_worker,
+                                 initargs=(bot, opponents, log_root, args.out is not None)) as executor:
+            pending: dict[Future[GameSummary], tuple[int, int, int]] = {}
+            queue = list(reversed(jobs))
+            done = 0
+            try:
+                while queue or pending:
+                    while queue and len(pending) < args.concurrency:
+                        job = queue.pop()
+                        pending[executor.submit(_play, job[0], job[1], job[2], args.edition,
+                                                time_control)] = job
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        del pending[future]
+                        game = future.result()
+                        done += 1
+                        tallies[labels[game.opponent]].add(game, args.per_move_ms, args.first_move_ms)
+                        if args.out is not None and game.record is not None:
+                            args.out.parent.mkdir(parents=True, exist_ok=True)
+                            append_record(args.out, game.record)
+                        print(_game_line(done, len(jobs), labels, game, started), flush=True)
+                        if done % args.table_every == 0 and done < len(jobs):
+                            print(format_table(bot_name, tallies), flush=True)
+            except KeyboardInterrupt:
+                print("interrupted: the table holds the games finished so far", flush=True)
+                for future in pending:
+                    future.cancel()
+    print(f"\n{bot_name}: {sum(t.games for t in tallies.values())} games in "
+          f"{(time.monotonic() - started) / 60:.1f} min")
+    print(format_table(bot_name, tallies))
+    for name, tally in tallies.items():
+        for failure in tally.failures:
+            print(f"failure vs {name}: {failure}")
+    return 0
+
+
+def _game_line(done: int, total: int, labels: list[str], game: GameSummary, started: float) -> str:
+    elapsed = time.monotonic() - started
+    eta = elapsed / done * (total - done)
+    outcome = "wins" if game.won else "loses"
+    text = (f"[{done}/{total}] vs {labels[game.opponent]} seed {game.seed} seat {game.seat}: "
+            f"{labels[0]} {outcome} "
+            f"by {game.margin:+d} ({game.termination}) in {game.duration_s:.0f} s; "
+            f"think max {max(game.think_ms or [0]):.0f} ms; elapsed {elapsed / 60:.1f} min, "
+            f"eta {eta / 60:.1f} min")
+    return text + (f": {game.detail}" if game.detail else "")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
