@@ -3,25 +3,48 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Debian packages: gcc builds the C sample bot, bubblewrap (+ util-linux's setpriv) is the
+# strict sandbox that tournaments use by default, chromium drives the HTML tests.
+DEMO_PACKAGES := gcc bubblewrap util-linux
+TEST_PACKAGES := $(DEMO_PACKAGES) chromium chromium-driver
 
-.PHONY: help install demo test lint bench bench-bots soak clean
+# $(call debian_packages,LIST): install the missing ones when we are root on Debian;
+# otherwise say what is missing and carry on (what needs them then fails with that advice).
+define debian_packages
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages:$$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "warning: missing Debian packages:$$missing (as root: apt-get install$$missing)"; fi; \
+	fi
+endef
+
+.PHONY: help install system-packages demo test lint bench bench-bots soak clean
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
+	$(if $(shell $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || echo missing),$(call debian_packages,python3-venv))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+system-packages:  ## install the Debian packages the tests need (as root; demo needs only gcc and bubblewrap)
+	$(call debian_packages,$(TEST_PACKAGES))
+
 install: $(STAMP)  ## create .venv with the project installed in editable mode
 
 demo: $(STAMP)  ## the main job: a round robin of the sample bots, then the ratings table
+	$(call debian_packages,$(DEMO_PACKAGES))
 	$(BIN)/arena run-tournament
 	$(BIN)/arena ratings results/demo
 
-test: $(STAMP)  ## run the test suite
+test: $(STAMP) system-packages  ## run the test suite
 	$(BIN)/pytest -q
 
 lint: $(STAMP)  ## ruff and mypy
@@ -29,12 +52,14 @@ lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/mypy arena
 
 bench: $(STAMP)  ## print performance figures
+	$(call debian_packages,$(DEMO_PACKAGES))
 	$(BIN)/python -m arena.bench
 
 bench-bots: $(STAMP)  ## bot strength: mcts against greedy and random, 200 games each at 1 s per move (over an hour)
 	$(BIN)/python -m arena.bench_bots --games 200 --per-move-ms 1000
 
 soak: $(STAMP)  ## the sandbox soak: 2,000+ games of sample and misbehaving bots under --sandbox strict
+	$(call debian_packages,$(DEMO_PACKAGES))
 	$(BIN)/python -m tests.soak --games 2000
 
 clean:  ## remove the venv and caches
