@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from arena.channel.manifest import Manifest
 from arena.channel.process import MARKER_VAR
+
+# The arena command run by this interpreter (the venv's), as a user runs it from a shell.
+ARENA_ARGV = [sys.executable, "-c", "import sys; from arena.cli import main; sys.exit(main())"]
+
+
+def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``arena ARGS...`` in a real subprocess; its output is captured as text."""
+    return subprocess.run([*ARENA_ARGV, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "zmq",

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from arena.match import sample_bots_dir
 from arena.records import replay
+from tests.helpers import arena
 
 MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
-
-
-def arena(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from arena.cli import main; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:

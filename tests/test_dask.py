@@ -9,7 +9,8 @@ import pytest
 
 from arena.match import sample_bots_dir
 from arena.tournament.distributed import bundle_hash, pack_bot
-from tests.test_tournament_run import arena, stored_results, table_lines
+from tests.helpers import arena
+from tests.test_tournament_run import stored_results, table_lines
 
 SAMPLES = sample_bots_dir()
 

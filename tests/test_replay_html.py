@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,16 +16,10 @@ from arena.match import sample_bots_dir
 from arena.records import read_records, replay
 from arena.report.replay_html import replay_data, replay_html
 from tests import browser
-from tests.helpers import write_bot
+from tests.helpers import arena, write_bot
 
 SAMPLES = sample_bots_dir()
 MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
-CODE = "import sys; from arena.cli import main; sys.exit(main())"
-
-
-def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @pytest.fixture(scope="module")

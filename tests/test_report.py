@@ -30,21 +30,15 @@ from arena.report.html import SECTIONS
 from arena.tournament.config import load_config
 from arena.tournament.storage import ResultStore
 from tests import browser
-from tests.helpers import write_bot
+from tests.helpers import ARENA_ARGV, arena, write_bot
 
 SAMPLES = sample_bots_dir()
 MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
-CODE = "import sys; from arena.cli import main; sys.exit(main())"
 MISBEHAVING = {"crashy": "crash", "illegaly": "illegal", "hangy": "hang", "garbagey": "garbage"}
 BOTS = ("random", "greedy", *MISBEHAVING)
 CATEGORY = {"crash": "crash", "illegal_move": "illegal move", "timeout": "timeout",
             "malformed": "protocol error", "schema": "protocol error", "protocol": "protocol error",
             "oversize": "protocol error"}
-
-
-def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def misbehaving_bot(folder: Path, name: str, kind: str) -> Path:
@@ -323,7 +317,7 @@ def test_tournament_without_games_lists_its_entrants(tmp_path: Path) -> None:
 
 def test_killed_run_gives_an_unfinished_report(tmp_path: Path) -> None:
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-c", CODE, "run-tournament", "--bots", str(SAMPLES / "random"),
+    proc = subprocess.Popen([*ARENA_ARGV, "run-tournament", "--bots", str(SAMPLES / "random"),
                              "--bots", str(SAMPLES / "greedy"), "--games", "40", "--concurrency", "1",
                              "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)

@@ -8,7 +8,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,16 +15,10 @@ from pathlib import Path
 import pytest
 
 from arena.match import sample_bots_dir
-from tests.helpers import write_bot
+from tests.helpers import ARENA_ARGV, arena, write_bot
 
 SAMPLES = sample_bots_dir()
 MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
-CODE = "import sys; from arena.cli import main; sys.exit(main())"
-
-
-def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CODE, *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def db_rows(folder: Path, sql: str) -> list[tuple]:
@@ -87,7 +80,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     assert straight.returncode == 0, straight.stderr
 
     killed = tmp_path / "killed"
-    runner = subprocess.Popen([sys.executable, "-c", CODE, *args, "--out", str(killed)],
+    runner = subprocess.Popen([*ARENA_ARGV, *args, "--out", str(killed)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     stored = 0
@@ -119,7 +112,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_games(tmp_path: Path) -> None:
     out = tmp_path / "int"
     args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
             "--games", "40", "--concurrency", "2", "--out", str(out)]
-    runner = subprocess.Popen([sys.executable, "-c", CODE, *args], stdout=subprocess.PIPE,
+    runner = subprocess.Popen([*ARENA_ARGV, *args], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
