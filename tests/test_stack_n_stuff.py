@@ -13,7 +13,8 @@ from arena.engine.components import load_components, ruleset_for, tables
 from arena.errors import ConfigError, IllegalMoveError
 from arena.match import sample_bots_dir
 from arena.records import replay
-from tests.test_tournament_run import arena, db_rows
+from tests.helpers import arena
+from tests.test_tournament_run import db_rows
 
 RULES = ruleset_for("stack-n-stuff")
 
@@ -124,6 +125,15 @@ def test_tournament_of_sample_bots_completes(tmp_path: Path) -> None:
     record = json.loads((out / "games.jsonl").read_text().splitlines()[0])
     assert record["ruleset"] == "stack-n-stuff"
     replay(record)
+    report = arena("report", str(out), "--bootstrap", "50")
+    assert report.returncode == 0, report.stderr
+    assert "UNVERIFIED" in report.stdout  # the report says the components are proxy data ...
+    page = (out / "report" / "index.html").read_text()
+    assert "UNVERIFIED" in page and "stack-n-stuff" in page  # ... and so does the page
+    viewer = arena("replay", str(out / "games.jsonl"), "--html", str(tmp_path / "sns.html"))
+    assert viewer.returncode == 0, viewer.stderr
+    viewer_page = (tmp_path / "sns.html").read_text()
+    assert '"ruleset":"stack-n-stuff"' in viewer_page and "UNVERIFIED" in viewer_page
 
 
 def test_play_both_games_through_the_protocol_and_schema(tmp_path: Path) -> None:

@@ -110,7 +110,10 @@ def load_results(folder: Path, *, want_records: Callable[[pd.DataFrame], set[str
             from arena.tournament.config import TournamentConfig
             from arena.tournament.schedule import schedule
 
-            scheduled = len(schedule(TournamentConfig.from_json(config)))
+            stored_config = TournamentConfig.from_json(config)
+            scheduled = len(schedule(stored_config))
+            if stored_config.ruleset().unverified:  # Stack'n Stuff's proxy components
+                notes.append(stored_config.ruleset().unverified)
         except ArenaError as exc:
             notes.append(f"the stored config cannot be read ({exc}); the number of scheduled games is "
                          "unknown")

@@ -41,6 +41,7 @@ def replay_data(record: dict[str, Any], states: list[GameState] | None = None) -
         "seed": record.get("seed"),
         "edition": rules.edition,
         "ruleset": rules.name,
+        "unverified": rules.unverified,  # Stack'n Stuff's proxy components say so
         "first_player": record.get("first_player", 0),
         "time_control": record.get("time_control"),
         "started_at": record.get("started_at"),
@@ -312,11 +313,13 @@ _JS = r"""
   const meta = [];
   if (D.game_id) meta.push("game " + D.game_id);
   if (D.seed !== null && D.seed !== undefined) meta.push("seed " + D.seed);
+  if (D.ruleset !== "patchwork") meta.push(D.ruleset === "stack-n-stuff" ? "Stack'n Stuff" : D.ruleset);
   meta.push(D.edition + " edition");
   meta.push(D.players[D.first_player] + " moves first");
   if (D.time_control) meta.push("time control " + D.time_control.per_move_ms + " ms per move, bank " +
                                 D.time_control.bank_ms + " ms");
   document.getElementById("meta").textContent = meta.join(" \u00b7 ");
+  if (D.unverified) document.getElementById("meta").appendChild(h("div", "detail", D.unverified));
   const res = document.getElementById("result");
   res.textContent = "Result: " + D.result.text +
     (D.result.reason === "normal" ? "" : " (" + D.result.reason + ")");
