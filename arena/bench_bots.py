@@ -69,7 +69,7 @@ class Tally:
         self.margins.append(game.margin)
         self.think_ms.extend(game.think_ms)
         limits = [first_move_ms] + [per_move_ms] * (len(game.think_ms) - 1)
-        self.over_limit += sum(t > limit for t, limit in zip(game.think_ms, limits))
+        self.over_limit += sum(t > limit for t, limit in zip(game.think_ms, limits, strict=True))
         if game.termination != "normal":
             self.failures.append(f"seed {game.seed} seat {game.seat}: {game.termination}: {game.detail}")
 

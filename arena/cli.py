@@ -209,7 +209,13 @@ def _announce_sandbox(level: str) -> None:
 def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bool, out: Path | None,
          logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int, game: str,
          components_file: Path | None, sandbox: str) -> None:
-    """Play games between two bot folders (each with a bot.toml); seats alternate."""
+    """Play games between two bot folders (each with a bot.toml); seats alternate.
+
+    \b
+    Examples (mcts is the strong sample bot to measure yours against):
+      arena play path/to/mybot sample_bots/mcts --games 10
+      arena play sample_bots/mcts sample_bots/greedy --games 2 --show
+    """
     from arena.engine.render import render
     from arena.match import BotPool, load_manifests
     from arena.records import append_record

@@ -3,12 +3,12 @@
 How it spends its time (``think_budget``): the referee grants a per-move limit, more for
 a bot's first move of a game, and a bank that absorbs overruns. This bot thinks for
 90% of the per-move limit minus 50 ms (minus 30% of the limit when that is less than
-50 ms; what is left covers the reply's way back and a busy machine), and checks the clock after every search iteration. When the search is
-still undecided at that point (the two most visited actions close), it carries on for
-up to 8% of the bank left (at most half a per-move limit), so the bank drains slowly
-and only on close calls. A decision with only one sensible answer (only advance is
-possible, or placing a special patch, which the placement heuristic decides) is
-answered at once.
+50 ms; what is left covers the reply's way back and a busy machine), and checks the
+clock after every search iteration. When the search is still undecided at that point
+(the two most visited actions close), it carries on for up to 8% of the bank left (at
+most half a per-move limit), so the bank drains slowly and only on close calls. A
+decision with only one sensible answer (only advance is possible, or placing a special
+patch, which the placement heuristic decides) is answered at once.
 
 Determinism: tournaments want a resumed run to equal an uninterrupted one, so the
 playouts' random numbers are seeded from the position (game seed and ply). A search
@@ -43,6 +43,7 @@ BANK_SHARE = 0.08  # of the bank left, spent on a close call ...
 BANK_CAP = 0.5  # ... but at most this share of a per-move limit
 CLOSE_CALL = 1.3  # "close": the most visited action has < 1.3 x the runner-up's visits
 HARD_SHARE = 0.5  # fixed-iteration mode stops at the per-move limit + half the bank
+DEFAULT_SETTINGS = Settings()
 
 
 def think_budget(clock: Clock) -> tuple[float, float]:
@@ -63,7 +64,7 @@ def is_close_call(search: Search) -> bool:
     return len(children) > 1 and children[0].visits < CLOSE_CALL * children[1].visits
 
 
-def make_choose(iterations: int | None = None, settings: Settings = Settings()):  # type: ignore[no-untyped-def]
+def make_choose(iterations: int | None = None, settings: Settings = DEFAULT_SETTINGS):  # type: ignore[no-untyped-def]
     """The SDK callback; ``iterations`` fixes the search size instead of the clock."""
     for edition in EDITIONS:
         knowledge(patchwork(edition))  # build the tables now, not on a move's clock
