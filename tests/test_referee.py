@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.channel.manifest import Manifest
+from arena.channel.process import ResourceLimits
 from arena.engine import Termination
 from arena.match import BotPool, sample_bots_dir
 from arena.records import replay
@@ -106,6 +107,20 @@ def test_crashed_bot_is_restarted_for_its_next_game(tmp_path: Path) -> None:
     results, pool = play_against_random(tmp_path, misbehaving(tmp_path, "crash"), games=2)
     assert [r.termination for r in results] == [Termination.CRASH, Termination.CRASH]
     assert pool.handles[0].starts == 2 and pool.handles[1].starts == 1
+
+
+def test_a_long_lived_bot_is_restarted_before_its_cpu_limit_never_killed_mid_game(tmp_path: Path) -> None:
+    # RLIMIT_CPU counts a process's whole life: 0.9 s of CPU per game against a 4 s limit
+    # would kill the bot in its fourth game if it were never restarted.
+    hungry = write_bot(tmp_path / "hungry", "hungry", [sys.executable, str(MISBEHAVE), "cpu_per_game", "0.9"])
+    tc = TimeControl(per_move_ms=300, bank_ms=500, first_move_ms=5000)
+    opponent = Manifest.load(sample_bots_dir() / "random")
+    with BotPool([hungry, opponent], tmp_path / "logs", limits=ResourceLimits(cpu_seconds=4)) as pool:
+        results = [pool.play(0, 1, seed=game, time_control=tc) for game in range(5)]
+    assert [r.termination for r in results] == [Termination.NORMAL] * 5, [r.detail for r in results]
+    handle = pool.handles[0]
+    assert handle.recycled >= 1 and handle.starts == 1 + handle.recycled
+    assert live_bot_processes(handle.markers) == []
 
 
 def test_slow_start_is_a_start_failure(tmp_path: Path) -> None:

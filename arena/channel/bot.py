@@ -26,6 +26,9 @@ log = logging.getLogger("arena.wire")
 
 PROTOCOL_VERSION = 1
 START_TIMEOUT_S = 10.0
+# A running bot is restarted between games once one of its processes has used this share
+# of the per-process CPU limit, so that no well-behaved bot meets the limit mid-game.
+RECYCLE_CPU_SHARE = 0.5
 
 
 class BotHandle:
@@ -45,6 +48,7 @@ class BotHandle:
         self.channel: Channel | None = None
         self.hello: dict[str, Any] = {}
         self.starts = 0
+        self.recycled = 0  # restarts between games because the CPU limit drew near
         self.markers: list[str] = []  # the process-tree marker of every process started
         self.cgroups: list[Path] = []  # and the cgroup folders of every sandboxed one
         self._workdir: Path | None = None
@@ -72,8 +76,16 @@ class BotHandle:
         """
         if self.broken is not None:
             raise BotStartError(self.broken)
-        if self.is_running() and self.channel is not None:
-            return
+        if self.is_running() and self.channel is not None and self.process is not None:
+            # RLIMIT_CPU counts a process's whole life: a bot reused for hours of games
+            # would be killed mid-game by a limit meant for runaways. Start a fresh one.
+            used = self.process.cpu_seconds()
+            if used < RECYCLE_CPU_SHARE * self._limits.cpu_seconds:
+                return
+            log.info("bot %s: restarted between games after %.0f s of CPU (limit %d s per process)",
+                     self.name, used, self._limits.cpu_seconds)
+            self.recycled += 1
+            self.close()
         self.kill()
         if self.sandbox is None:
             self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{_safe(self.name)}-"))

@@ -285,6 +285,11 @@ class BotProcess:
         """Every live (not zombie) process that belongs to this bot, found in ``/proc``."""
         return set(self._scan())
 
+    def cpu_seconds(self) -> float:
+        """The most CPU time (user + system) that any one live process of the bot has
+        used: what RLIMIT_CPU, which counts each process on its own, is measured against."""
+        return max((stat.cpu for stat in self._scan().values()), default=0) / _CLK_TCK
+
     def _scan(self) -> dict[int, _Stat]:
         """Live members of the tree, each with its ``/proc/<pid>/stat`` fields.
 
@@ -474,6 +479,7 @@ class _Stat(NamedTuple):
     sid: int
     start: int  # clock ticks since boot
     threads: int
+    cpu: int  # user + system time, clock ticks
 
     def is_alive(self) -> bool:
         # A thread-group leader that called pthread_exit() shows as a zombie while its
@@ -490,7 +496,7 @@ def _read_stat(pid: str) -> _Stat | None:
     fields = data[data.rfind(b")") + 2:].split()
     try:
         return _Stat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]),
-                     int(fields[17]))
+                     int(fields[17]), int(fields[11]) + int(fields[12]))
     except (IndexError, ValueError):
         return None
 

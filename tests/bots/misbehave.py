@@ -3,7 +3,8 @@
 Usage: python misbehave.py KIND [stdio] [ARG ...]. It plays like the random bot (first
 legal move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it
 speak JSON lines on stdin/stdout instead of ZeroMQ; the ``recorder`` kind plays normally
-and appends every message it receives to LOG (the last argument).
+and appends every message it receives to LOG (the last argument); ``cpu_per_game S``
+plays normally but burns S seconds of CPU when each game begins.
 
 The sandbox kinds (``ATTEMPTS``) try to break out right after their hello, report each
 attempt on stderr as ``<kind>: DONE ...`` or ``<kind>: blocked (<error>)`` (the tests
@@ -243,6 +244,10 @@ def main() -> None:
         message = link.recv()
         if message is None or message["type"] == "shutdown":
             return
+        if message["type"] == "new_game" and KIND == "cpu_per_game":  # legal, but CPU-hungry
+            end = time.process_time() + float(ARGS[0])
+            while time.process_time() < end:
+                pass
         if message["type"] != "move_request":
             continue
         seq = message["seq"]
@@ -289,7 +294,7 @@ def main() -> None:
             # during the next request and must be dropped, not taken as the answer.
             link.send(move_reply(seq - 1, state))
             link.send(move_reply(seq, state))
-        elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder") or KIND in ATTEMPTS:
+        elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
         else:
             raise SystemExit(f"unknown kind {KIND}")
