@@ -90,8 +90,11 @@ def bench_referee(games: int = 60) -> None:
     print("   apply it, build, encode and send the next request)")
 
 
-def bench_tournament(games_per_pairing: int = 20) -> None:
-    """Round robin of three random bots at concurrency 1 and 2, then on a Dask LocalCluster."""
+def bench_tournament(games_per_pairing: int = 100) -> None:
+    """Round robin of three random bots at concurrency 1 and 2, then on a Dask LocalCluster.
+
+    Two rates per run: over the whole run (worker and bot start-up included), and in
+    steady state (from the first finished game to the last), which is what scaling is about."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -107,20 +110,28 @@ def bench_tournament(games_per_pairing: int = 20) -> None:
             toml = bots / name / "bot.toml"
             toml.write_text(toml.read_text().replace('name = "random"', f'name = "{name}"'))
 
-        def timed(concurrency: int, label: str, executor_factory=None) -> float:  # type: ignore[no-untyped-def]
+        def timed(concurrency: int, label: str, executor_factory=None) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+            """(games/s overall, games/s in steady state, seconds to the first game)."""
             config = load_config(None, {"entrants": [str(bots)], "games": games_per_pairing,
                                         "concurrency": concurrency, "out": str(Path(tmp) / label)})
             executor = executor_factory(config) if executor_factory else None
-            summary = run_tournament(config, executor=executor)
-            return summary.played / summary.seconds
+            finished: list[float] = []
+            started = time.monotonic()
+            summary = run_tournament(config, executor=executor, on_progress=lambda p, spec: (
+                finished.append(time.monotonic()) if spec is not None else None))
+            steady = (len(finished) - 1) / (finished[-1] - finished[0])
+            return summary.played / summary.seconds, steady, finished[0] - started
 
-        print(f"tournament (round robin of 3 random bots, {3 * games_per_pairing} games, "
-              "stored in SQLite)")
+        games = 3 * games_per_pairing
+        print(f"tournament (round robin of 3 random bots, {games} games, stored in SQLite, "
+              "bots in the default strict sandbox)")
         rates = {}
         for concurrency in (1, 2):
-            rates[concurrency] = timed(concurrency, f"c{concurrency}")
-            print(f"  concurrency {concurrency}:               {rates[concurrency]:10.1f} games/s")
-        print(f"  scaling 1 -> 2:              {rates[2] / rates[1]:10.2f}x")
+            overall, steady, first = timed(concurrency, f"c{concurrency}")
+            rates[concurrency] = steady
+            print(f"  concurrency {concurrency}:  {overall:6.1f} games/s overall, {steady:6.1f} in steady "
+                  f"state, first game after {first:.2f} s")
+        print(f"  scaling 1 -> 2 (steady state): {rates[2] / rates[1]:.2f}x")
         try:
             from distributed import LocalCluster
 
@@ -130,12 +141,13 @@ def bench_tournament(games_per_pairing: int = 20) -> None:
             return
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster:
-            dask_rate = timed(2, "dask", lambda config: DaskExecutor(config, cluster.scheduler_address))
-        games = 3 * games_per_pairing
-        extra_ms = (games / dask_rate - games / rates[2]) / games * 2 * 1000
-        print(f"  dask LocalCluster (2 workers): {dask_rate:8.1f} games/s   "
-              f"(extra cost per game vs local: {extra_ms:+.0f} ms of worker time, "
-              "first use: shipping and starting bots included)")
+            overall, steady, first = timed(
+                2, "dask", lambda config: DaskExecutor(config, cluster.scheduler_address))
+        extra_ms = (1 / steady - 1 / rates[2]) * 2 * 1000  # two workers: per game of worker time
+        print(f"  dask LocalCluster, 2 workers: {overall:6.1f} games/s overall, {steady:6.1f} in steady "
+              f"state, first game after {first:.2f} s (bots shipped and started)")
+        print(f"  dask extra cost per game vs local processes (steady state): {extra_ms:+.1f} ms "
+              "of worker time")
 
 
 def bench_sandbox(starts: int = 10, games: int = 20) -> None:
