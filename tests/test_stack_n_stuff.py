@@ -116,12 +116,14 @@ def test_random_games_replay_exactly(tmp_path: Path) -> None:
 
 def test_tournament_of_sample_bots_completes(tmp_path: Path) -> None:
     out = tmp_path / "sns"
-    bots = [arg for name in ("random", "greedy", "cbot") for arg in ("--bots", str(sample_bots_dir() / name))]
-    proc = arena("run-tournament", "--game", "stack-n-stuff", *bots, "--games", "2", "--out", str(out))
+    bots = [arg for name in ("random", "greedy", "cbot", "mcts")
+            for arg in ("--bots", str(sample_bots_dir() / name))]
+    proc = arena("run-tournament", "--game", "stack-n-stuff", *bots, "--games", "2", "--out", str(out),
+                 "--time-per-move", "100", "--first-move-ms", "300")
     assert proc.returncode == 0, proc.stderr
     assert "UNVERIFIED" in proc.stderr
     games = db_rows(out, "SELECT reason FROM games")
-    assert len(games) == 6 and all(g[0] == "normal" for g in games)
+    assert len(games) == 12 and all(g[0] == "normal" for g in games)
     record = json.loads((out / "games.jsonl").read_text().splitlines()[0])
     assert record["ruleset"] == "stack-n-stuff"
     replay(record)
