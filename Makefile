@@ -39,10 +39,11 @@ system-packages:  ## install the Debian packages the tests need (as root; demo n
 
 install: $(STAMP)  ## create .venv with the project installed in editable mode
 
-demo: $(STAMP)  ## the main job: a round robin of the sample bots, then the ratings table
+demo: $(STAMP)  ## the main job: a round robin of the sample bots, the ratings table, the report
 	$(call debian_packages,$(DEMO_PACKAGES))
 	$(BIN)/arena run-tournament
 	$(BIN)/arena ratings results/demo
+	$(BIN)/arena report results/demo
 
 test: $(STAMP) system-packages  ## run the test suite
 	$(BIN)/pytest -q
