@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from arena.match import sample_bots_dir
 from arena.records import replay
 from tests.helpers import arena
@@ -95,3 +97,18 @@ def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) ->
     run = arena("run-tournament", "--bots", str(entrants), "--bots", str(sample_bots_dir() / "random"),
                 "--games", "2", "--out", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.slow
+def test_sprt_accepts_greedy_over_random_and_rejects_random_over_greedy(tmp_path: Path) -> None:
+    greedy, random_bot = str(sample_bots_dir() / "greedy"), str(sample_bots_dir() / "random")
+    common = ["--elo0", "0", "--elo1", "20", "--alpha", "0.05", "--beta", "0.05", "--max-games", "200"]
+    better = arena("sprt", greedy, random_bot, *common, "--logs", str(tmp_path / "a"))
+    assert better.returncode == 0, better.stdout + better.stderr
+    assert "H1 accepted: greedy is stronger" in better.stdout
+    worse = arena("sprt", random_bot, greedy, *common, "--logs", str(tmp_path / "b"))
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    assert "H0 accepted: random is not stronger" in worse.stdout
+    # it stopped as soon as the log-likelihood ratio left its bounds, well before max-games
+    last = [line for line in worse.stdout.splitlines() if line.startswith("games")][-1]
+    assert int(last.split()[1].rstrip(":")) < 200 and float(last.split("LLR")[1].split()[0]) <= -2.94
