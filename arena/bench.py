@@ -192,10 +192,8 @@ def bench_sandbox(starts: int = 10, games: int = 20) -> None:
     print(f"  move round trip, mean:       none {none_rt * 1000:7.0f} us   strict {strict_rt * 1000:7.0f} us"
           f"   overhead {(strict_rt - none_rt) * 1000:+6.0f} us per move")
     for level in ("none", "strict"):
-        p50 = statistics.median(round_trip[level]) * 1000
-        p99 = sorted(round_trip[level])[int(len(round_trip[level]) * 0.99)] * 1000
-        print(f"  {level:6s} round trip p50 {p50:6.0f} us   p99 {p99:6.0f} us   {rates[level]:5.1f} games/s "
-              f"({games} games, {len(round_trip[level])} moves)")
+        print(f"  {level:6s} round trip {_us([int(ms * 1e6) for ms in round_trip[level]])}   "
+              f"{rates[level]:5.1f} games/s ({games} games, {len(round_trip[level])} moves)")
 
 
 def _us(samples_ns: list[int]) -> str:

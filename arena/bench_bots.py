@@ -22,7 +22,6 @@ A machine busy with other work makes a time-limited bot weaker, never stronger.
 from __future__ import annotations
 
 import argparse
-import math
 import multiprocessing.util
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.referee import TimeControl
+from arena.report.stats import wilson_interval
 
 _pool: Any = None  # the worker process's BotPool (see _start_worker)
 _keep_records = False
@@ -74,17 +74,6 @@ class Tally:
             self.failures.append(f"seed {game.seed} seat {game.seat}: {game.termination}: {game.detail}")
 
 
-def wilson_interval(wins: int, games: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (95% for z = 1.96)."""
-    if games == 0:
-        return (0.0, 1.0)
-    p = wins / games
-    centre = p + z * z / (2 * games)
-    spread = z * math.sqrt(p * (1 - p) / games + z * z / (4 * games * games))
-    scale = 1 + z * z / games
-    return (max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale))
-
-
 def format_table(bot: str, tallies: dict[str, Tally]) -> str:
     header = (f"| opponent | games | {bot} wins | win rate | 95% interval | mean margin | "
               "think ms/move (mean / max) | over limit | failures |")
@@ -92,7 +81,7 @@ def format_table(bot: str, tallies: dict[str, Tally]) -> str:
     for name, tally in tallies.items():
         if tally.games == 0:
             continue
-        low, high = wilson_interval(tally.wins, tally.games)
+        low, high = wilson_interval(tally.wins, tally.games)  # 95%
         think = tally.think_ms or [0.0]
         lines.append(
             f"| {name} | {tally.games} | {tally.wins} | {tally.wins / tally.games:.1%} | "

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from arena import __version__
+from arena.channel.sandbox import LEVELS as SANDBOX_LEVELS
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES
 from arena.errors import ArenaError
@@ -179,7 +180,7 @@ def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
     else:
         text = ("How to confine the bots: strict (the default: bubblewrap, no network, only their "
                 "own folder; needs root) or none (resource limits only, for a machine you trust).")
-    return click.option("--sandbox", type=click.Choice(["strict", "none"]), default=default,
+    return click.option("--sandbox", type=click.Choice(SANDBOX_LEVELS), default=default,
                         show_default=default is not None, help=text)
 
 

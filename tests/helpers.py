@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from arena.channel.manifest import Manifest
 from arena.channel.process import MARKER_VAR
 
+MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"  # the scripted misbehaving bot
 # The arena command run by this interpreter (the venv's), as a user runs it from a shell.
 ARENA_ARGV = [sys.executable, "-c", "import sys; from arena.cli import main; sys.exit(main())"]
 
@@ -32,20 +34,34 @@ def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "z
     return Manifest.load(folder)
 
 
-def live_bot_processes(markers: list[str]) -> list[int]:
-    """Pids of live processes that carry one of these bot markers (belong to those bots)."""
-    needles = [f"{MARKER_VAR}={marker}".encode() for marker in markers]
+def misbehaving_bot(folder: Path, kind: str, *args: str, name: str | None = None,
+                    stdio: bool = False) -> Manifest:
+    """A bot folder running ``misbehave.py KIND [stdio] ARGS...`` (tests/bots/misbehave.py),
+    named ``bad-KIND`` unless ``name`` is given. The script is copied in, so the bot also
+    runs under the strict sandbox, where a bot sees only its own folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    shutil.copy(MISBEHAVE, folder / "misbehave.py")
+    command = ["python", "misbehave.py", kind, *(["stdio"] if stdio else []), *args]
+    return write_bot(folder, name or f"bad-{kind}", command, protocol="stdio" if stdio else "zmq")
+
+
+def live_bot_processes(markers: list[str] | None = None, *, uids: range | None = None) -> list[int]:
+    """Pids of live processes that carry one of these bot markers (belong to those bots),
+    or any bot's marker when ``markers`` is None; with ``uids``, only those running as one."""
+    needles = [f"{MARKER_VAR}={marker}".encode() for marker in ([""] if markers is None else markers)]
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
+            uid = os.stat(f"/proc/{entry}").st_uid
             with open(f"/proc/{entry}/environ", "rb") as handle:
                 environ = handle.read()
             with open(f"/proc/{entry}/stat", "rb") as handle:
                 state = handle.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
             continue
-        if any(n in environ for n in needles) and state != b"Z":
+        if any(n in environ for n in needles) and state != b"Z" and (uids is None or uid in uids):
             found.append(int(entry))
     return found

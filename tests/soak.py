@@ -4,19 +4,20 @@
 
 Every misbehaving kind of tests/bots/misbehave.py that attacks the host or the referee
 is an entrant of its own (a copy of the script in its own folder, as a sandboxed bot
-sees only its folder). The tournament runs under ``--sandbox strict``; afterwards the
-soak checks that every scheduled game is in the database (and in games.jsonl), that no
-sample bot ever lost a game by a failure, that nothing of any bot is left running and
-no bot cgroup is left behind, and prints the totals and the failures by kind.
+sees only its folder). The tournament runs as an organizer runs it: ``arena
+run-tournament --sandbox strict`` in a subprocess. Afterwards the soak checks that the
+command succeeded, that every scheduled game is in the database (and in games.jsonl),
+that no sample bot ever lost a game by a failure, that nothing of any bot is left
+running and no bot cgroup is left behind, and prints the totals and the failures by kind.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import socket
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,15 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.channel.cgroup import detect
-from arena.channel.process import MARKER_VAR
+from arena.channel.cgroup import stale_groups
 from arena.channel.sandbox import MAX_UIDS, UID_BASE
 from arena.paths import sample_bots_dir
-from arena.tournament.config import load_config
-from arena.tournament.runner import run_tournament
+from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import schedule
+from arena.tournament.storage import ResultStore
+from tests.helpers import ARENA_ARGV, live_bot_processes, misbehaving_bot
 
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
 # kind -> arguments; "{...}" is filled in with the soak's own paths
 KINDS: dict[str, tuple[str, ...]] = {
     "net": ("{port}",), "snoop": ("{db}", "{other_bot}", "{home}"), "write": ("{results}/x", "{repo}/x"),
@@ -56,11 +56,13 @@ class SoakReport:
     sample_failures: list[str] = field(default_factory=list)  # games a sample bot lost by a failure
     leftovers: list[int] = field(default_factory=list)  # live processes of the soak's bots
     stale_cgroups: list[str] = field(default_factory=list)
+    exit_code: int = 0  # of `arena run-tournament`
+    errors: str = ""  # what it said on stderr when it failed
 
     @property
     def ok(self) -> bool:
-        return (self.stored == self.scheduled == self.in_jsonl and not self.sample_failures
-                and not self.leftovers and not self.stale_cgroups)
+        return (self.exit_code == 0 and self.stored == self.scheduled == self.in_jsonl
+                and not self.sample_failures and not self.leftovers and not self.stale_cgroups)
 
     def lines(self) -> list[str]:
         failures = sum(self.reasons.values())
@@ -76,6 +78,8 @@ class SoakReport:
         out.append(f"left running afterwards: {len(self.leftovers)} process(es); stale bot cgroups: "
                    f"{len(self.stale_cgroups)}")
         out += [f"  sample bot failure: {line}" for line in self.sample_failures[:10]]
+        if self.exit_code:
+            out.append(f"arena run-tournament exited with {self.exit_code}: {self.errors.strip()[-2000:]}")
         out.append("SOAK OK" if self.ok else "SOAK FAILED")
         return out
 
@@ -88,22 +92,16 @@ def make_entrants(folder: Path, kinds: Sequence[str], samples: Sequence[str] | N
         if (bot / "bot.toml").is_file() and (samples is None or bot.name in samples):
             entrants.append(bot)
     for kind in kinds:
-        bot = folder / f"bad-{kind}"
-        bot.mkdir(parents=True)
-        bot.chmod(0o755)
-        shutil.copy(MISBEHAVE, bot / "misbehave.py")
-        args = [arg.format(**values) for arg in KINDS[kind]]
-        protocol = "stdio" if "stdio" in args else "zmq"
-        command = ", ".join(f'"{word}"' for word in ["python", "misbehave.py", kind, *args])
-        (bot / "bot.toml").write_text(f'name = "bad-{kind}"\ncommand = [{command}]\n'
-                                      f'protocol = "{protocol}"\n')
-        entrants.append(bot)
+        args = [arg.format(**values) for arg in KINDS[kind] if arg != "stdio"]
+        bot = misbehaving_bot(folder / f"bad-{kind}", kind, *args, stdio="stdio" in KINDS[kind])
+        entrants.append(bot.folder)
     return entrants
 
 
 def soak(games: int = 2000, *, kinds: Sequence[str] = tuple(KINDS), samples: Sequence[str] | None = None,
          concurrency: int | None = None, out: Path | None = None, quiet: bool = False) -> SoakReport:
-    """Run the soak tournament (at least ``games`` games) and check what it left."""
+    """Run the soak tournament (at least ``games`` games) through the CLI and check what it left.
+    ``quiet`` keeps the CLI's output (shown only if it fails) off the terminal."""
     work = Path(tempfile.mkdtemp(prefix="arena-soak-"))
     out = out or work / "results"
     listener = socket.create_server(("127.0.0.1", 0))  # something for "net" to try to reach
@@ -114,31 +112,32 @@ def soak(games: int = 2000, *, kinds: Sequence[str] = tuple(KINDS), samples: Seq
         entrants = make_entrants(work / "bots", kinds, samples, values)
         pairings = len(entrants) * (len(entrants) - 1) // 2
         per_pairing = max(2, 2 * -(-games // (2 * pairings)))
-        config = load_config(None, {
-            "entrants": [str(p) for p in entrants], "name": "soak", "games": per_pairing, "seed": 7,
-            "per_move_ms": 100, "bank_ms": 300, "first_move_ms": 3000, "sandbox": "strict",
-            "concurrency": concurrency, "out": str(out)})
+        command = [*ARENA_ARGV, "run-tournament", *[arg for bot in entrants for arg in ("--bots", str(bot))],
+                   "--name", "soak", "--games", str(per_pairing), "--seed", "7", "--time-per-move", "100",
+                   "--bank-ms", "300", "--first-move-ms", "3000", "--sandbox", "strict", "--out", str(out),
+                   *(["--concurrency", str(concurrency)] if concurrency else [])]
         if not quiet:
             print(f"soak: {len(entrants)} entrants, {pairings} pairings x {per_pairing} games = "
-                  f"{pairings * per_pairing} games, concurrency {config.concurrency}, results in {out}",
-                  flush=True)
-        last = [0.0]
-
-        def progress(p, spec) -> None:  # type: ignore[no-untyped-def]
-            if not quiet and (time.monotonic() - last[0] > 30 or p.done == p.total):
-                last[0] = time.monotonic()
-                print(f"  {p.done}/{p.total} games, {p.failures} failures, {p.rate:.2f} games/s",
-                      flush=True)
-
-        summary = run_tournament(config, on_progress=progress)
-        return _check(config, out, summary.seconds, {e.name for e in config.entrants
-                                                      if not e.name.startswith("bad-")})
+                  f"{pairings * per_pairing} games, results in {out}", flush=True)
+        started = time.monotonic()
+        run = subprocess.run(command, stdout=subprocess.PIPE if quiet else None, stderr=subprocess.PIPE,
+                             text=True)
+        seconds = time.monotonic() - started
+        if not quiet:
+            sys.stderr.write(run.stderr)
+        return _check(out, pairings * per_pairing, seconds, run.returncode, run.stderr)
     finally:
         listener.close()
         shutil.rmtree(work / "bots", ignore_errors=True)
 
 
-def _check(config, out: Path, seconds: float, samples: set[str]) -> SoakReport:  # type: ignore[no-untyped-def]
+def _check(out: Path, planned: int, seconds: float, exit_code: int, errors: str) -> SoakReport:
+    """What the run stored, against what its stored config schedules."""
+    if not (out / "tournament.db").is_file():  # it stopped before storing anything
+        return SoakReport(planned, 0, 0, seconds, {}, {}, 0, exit_code=exit_code, errors=errors)
+    with ResultStore(out, readonly=True) as store:
+        config = TournamentConfig.from_json(store.stored_config() or {})
+    samples = {e.name for e in config.entrants if not e.name.startswith("bad-")}
     scheduled = {spec.game_id for spec in schedule(config)}
     with sqlite3.connect(out / "tournament.db") as conn:
         rows = conn.execute("SELECT game_id, seat0, seat1, loser, reason, detail FROM games").fetchall()
@@ -158,37 +157,11 @@ def _check(config, out: Path, seconds: float, samples: set[str]) -> SoakReport: 
         bot[reason] = bot.get(reason, 0) + 1
         if offender in samples:
             sample_failures.append(f"{game_id}: {offender} {reason}: {detail}")
+    # Live sandboxed bot processes (a strict run going on beside the soak would show too).
+    leftovers = live_bot_processes(uids=range(UID_BASE, UID_BASE + MAX_UIDS))
     return SoakReport(len(scheduled), len(stored & scheduled), in_jsonl, seconds, reasons, by_bot,
-                      sample_games, sample_failures, _leftovers(), _stale_cgroups())
-
-
-def _leftovers() -> list[int]:
-    """Live sandboxed bot processes: a sandbox uid and a bot marker (a strict run going on
-    beside the soak would show here too)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            uid = os.stat(f"/proc/{entry}").st_uid
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if UID_BASE <= uid < UID_BASE + MAX_UIDS and f"{MARKER_VAR}=".encode() in environ and state != b"Z":
-            found.append(int(entry))
-    return found
-
-
-def _stale_cgroups() -> list[str]:
-    """Bot cgroups whose harness process is gone (the soak's workers have all exited)."""
-    stale = []
-    for hierarchy in detect().hierarchies:
-        for folder in hierarchy.parent.glob("arena-*-*"):
-            owner = folder.name.split("-")[1]
-            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
-                stale.append(str(folder))
-    return stale
+                      sample_games, sample_failures, leftovers, [str(g) for g in stale_groups()],
+                      exit_code, errors)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

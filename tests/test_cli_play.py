@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from arena.match import sample_bots_dir
 from arena.records import replay
-from tests.helpers import arena
-
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
+from tests.helpers import arena, misbehaving_bot
 
 
 def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:
@@ -45,10 +42,7 @@ def test_play_show_renders_positions(tmp_path: Path) -> None:
 
 
 def test_play_records_the_failure_reason(tmp_path: Path) -> None:
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "bot.toml").write_text(
-        f'name = "bad"\ncommand = ["{sys.executable}", "{MISBEHAVE}", "illegal"]\n')
+    bad = misbehaving_bot(tmp_path / "bad", "illegal", name="bad").folder
     out = tmp_path / "games.jsonl"
     proc = arena("play", str(bad), str(sample_bots_dir() / "random"), "--games", "1",
                  "--out", str(out), "--logs", str(tmp_path / "logs"))
@@ -69,10 +63,7 @@ def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None
     good = arena("check-bot", str(sample_bots_dir() / "greedy"), "--games", "2")
     assert good.returncode == 0, good.stdout + good.stderr
     assert "handshake: ok" in good.stdout and "PASS" in good.stdout
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "bot.toml").write_text(
-        f'name = "bad"\ncommand = ["{sys.executable}", "{MISBEHAVE}", "schema"]\n')
+    bad = misbehaving_bot(tmp_path / "bad", "schema", name="bad").folder
     proc = arena("check-bot", str(bad), "--games", "2")
     assert proc.returncode == 1
     assert "FAIL" in proc.stderr and "schema" in proc.stderr and "Traceback" not in proc.stderr
@@ -85,10 +76,7 @@ def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) ->
     assert "ACCEPTED" in ok.stdout
     assert (entrants / "cbot" / "bot.toml").exists() and (entrants / "cbot" / "bot.c").exists()
     # the installed copy is a working entrant: a tournament can read the folder of folders
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "bot.toml").write_text(
-        f'name = "bad"\ncommand = ["{sys.executable}", "{MISBEHAVE}", "garbage"]\n')
+    bad = misbehaving_bot(tmp_path / "bad", "garbage", name="bad").folder
     refused = arena("submit", str(bad), "--entrants", str(entrants), "--games", "2")
     assert refused.returncode == 1 and "REFUSED" in refused.stderr and "malformed" in refused.stderr
     assert not (entrants / "bad").exists()

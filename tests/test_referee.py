@@ -6,7 +6,6 @@ reason, the opponent must win, and no process of either bot may survive the matc
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,16 +16,13 @@ from arena.engine import Termination
 from arena.match import BotPool, sample_bots_dir
 from arena.records import replay
 from arena.referee import TimeControl
-from tests.helpers import live_bot_processes, write_bot
+from tests.helpers import live_bot_processes, misbehaving_bot, write_bot
 
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
 FAST = TimeControl(per_move_ms=300, bank_ms=500, first_move_ms=2000)
 
 
 def misbehaving(tmp_path: Path, kind: str, stdio: bool = False) -> Manifest:
-    command = [sys.executable, str(MISBEHAVE), kind] + (["stdio"] if stdio else [])
-    return write_bot(tmp_path / f"{kind}{'-stdio' if stdio else ''}", f"bad-{kind}", command,
-                     protocol="stdio" if stdio else "zmq")
+    return misbehaving_bot(tmp_path / f"{kind}{'-stdio' if stdio else ''}", kind, stdio=stdio)
 
 
 def play_against_random(tmp_path: Path, manifest: Manifest, games: int = 1,
@@ -112,7 +108,7 @@ def test_crashed_bot_is_restarted_for_its_next_game(tmp_path: Path) -> None:
 def test_a_long_lived_bot_is_restarted_before_its_cpu_limit_never_killed_mid_game(tmp_path: Path) -> None:
     # RLIMIT_CPU counts a process's whole life: 0.9 s of CPU per game against a 4 s limit
     # would kill the bot in its fourth game if it were never restarted.
-    hungry = write_bot(tmp_path / "hungry", "hungry", [sys.executable, str(MISBEHAVE), "cpu_per_game", "0.9"])
+    hungry = misbehaving_bot(tmp_path / "hungry", "cpu_per_game", "0.9", name="hungry")
     tc = TimeControl(per_move_ms=300, bank_ms=500, first_move_ms=5000)
     opponent = Manifest.load(sample_bots_dir() / "random")
     with BotPool([hungry, opponent], tmp_path / "logs", limits=ResourceLimits(cpu_seconds=4)) as pool:
@@ -149,8 +145,7 @@ def test_every_message_the_referee_sends_matches_its_schema(tmp_path: Path, stdi
     from arena.protocol.codec import decode, encode
 
     log = tmp_path / "received.jsonl"
-    command = [sys.executable, str(MISBEHAVE), "recorder"] + (["stdio"] if stdio else []) + [str(log)]
-    manifest = write_bot(tmp_path / "recorder", "recorder", command, protocol="stdio" if stdio else "zmq")
+    manifest = misbehaving_bot(tmp_path / "recorder", "recorder", str(log), name="recorder", stdio=stdio)
     opponent = Manifest.load(sample_bots_dir() / "random")
     with BotPool([manifest, opponent], tmp_path / "logs") as pool:
         results = [pool.play(0, 1, seed=1), pool.play(1, 0, seed=2)]

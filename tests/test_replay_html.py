@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,18 +14,16 @@ from arena.match import sample_bots_dir
 from arena.records import read_records, replay
 from arena.report.replay_html import replay_data, replay_html
 from tests import browser
-from tests.helpers import arena, write_bot
+from tests.helpers import arena, misbehaving_bot
 
 SAMPLES = sample_bots_dir()
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
 
 
 @pytest.fixture(scope="module")
 def games(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """games.jsonl of a small round robin: random, greedy and a bot that crashes mid-game."""
     root = tmp_path_factory.mktemp("replay")
-    write_bot(root / "crashy", "crashy", [sys.executable, "misbehave.py", "crash"])
-    shutil.copy(MISBEHAVE, root / "crashy" / "misbehave.py")  # a sandboxed bot sees only its folder
+    misbehaving_bot(root / "crashy", "crash", name="crashy")
     proc = arena("run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
                  "--bots", str(root / "crashy"), "--games", "2", "--seed", "11", "--concurrency", "2",
                  "--out", str(root / "results"))

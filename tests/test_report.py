@@ -8,11 +8,9 @@ import csv
 import json
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter
 from html.parser import HTMLParser
@@ -30,10 +28,9 @@ from arena.report.html import SECTIONS
 from arena.tournament.config import load_config
 from arena.tournament.storage import ResultStore
 from tests import browser
-from tests.helpers import ARENA_ARGV, arena, write_bot
+from tests.helpers import ARENA_ARGV, arena, misbehaving_bot
 
 SAMPLES = sample_bots_dir()
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
 MISBEHAVING = {"crashy": "crash", "illegaly": "illegal", "hangy": "hang", "garbagey": "garbage"}
 BOTS = ("random", "greedy", *MISBEHAVING)
 CATEGORY = {"crash": "crash", "illegal_move": "illegal move", "timeout": "timeout",
@@ -41,16 +38,8 @@ CATEGORY = {"crash": "crash", "illegal_move": "illegal move", "timeout": "timeou
             "oversize": "protocol error"}
 
 
-def misbehaving_bot(folder: Path, name: str, kind: str) -> Path:
-    """A bot folder running tests/bots/misbehave.py KIND (copied in: a sandboxed bot sees
-    only its own folder)."""
-    write_bot(folder, name, [sys.executable, "misbehave.py", kind])
-    shutil.copy(MISBEHAVE, folder / "misbehave.py")
-    return folder
-
-
 def misbehaving_bots(folder: Path) -> list[Path]:
-    return [misbehaving_bot(folder / name, name, kind) for name, kind in MISBEHAVING.items()]
+    return [misbehaving_bot(folder / name, kind, name=name).folder for name, kind in MISBEHAVING.items()]
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,8 @@ which the kernel allows only once they are empty).
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,22 +24,16 @@ from arena.engine import Termination
 from arena.errors import BotStartError, SandboxError
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import GameResult, TimeControl
-from tests.helpers import live_bot_processes, write_bot
+from tests.helpers import ARENA_ARGV, live_bot_processes, misbehaving_bot
 
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
 REPO = Path(__file__).resolve().parents[1]
 # The attempts happen before the first move: give it room.
 TC = TimeControl(per_move_ms=500, bank_ms=1000, first_move_ms=10_000)
 
 
 def sandboxed_bot(tmp_path: Path, kind: str, *args: str, stdio: bool = False) -> Manifest:
-    """A bot folder holding its own copy of misbehave.py (a sandboxed bot sees only its folder)."""
-    folder = tmp_path / f"bad-{kind}"
-    folder.mkdir(parents=True)
-    folder.chmod(0o755)
-    shutil.copy(MISBEHAVE, folder / "misbehave.py")
-    command = ["python", "misbehave.py", kind, *(["stdio"] if stdio else []), *args]
-    return write_bot(folder, f"bad-{kind}", command, protocol="stdio" if stdio else "zmq")
+    """The misbehaving bot KIND in the folder tmp_path/bad-KIND."""
+    return misbehaving_bot(tmp_path / f"bad-{kind}", kind, *args, stdio=stdio)
 
 
 def play(tmp_path: Path, manifest: Manifest, sandbox: str | Sandbox = "strict",
@@ -242,8 +234,7 @@ def test_without_cgroups_the_fallback_limits_are_stated_and_hold(tmp_path: Path)
 # ---------------------------------------------------------------- when strict cannot be had
 def test_a_missing_bwrap_is_a_clear_error_never_a_downgrade(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(tmp_path)}  # no bwrap on it
-    proc = subprocess.run([sys.executable, "-c", "import sys; from arena.cli import main; sys.exit(main())",
-                           "run-tournament", "--games", "2", "--out", str(tmp_path / "out")],
+    proc = subprocess.run([*ARENA_ARGV, "run-tournament", "--games", "2", "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1
     assert "bwrap is not installed" in proc.stderr and "--sandbox none" in proc.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -140,11 +139,10 @@ def test_tournament_of_sample_bots_completes(tmp_path: Path) -> None:
 
 def test_play_both_games_through_the_protocol_and_schema(tmp_path: Path) -> None:
     from arena.protocol.codec import decode
-    from tests.helpers import write_bot
-    from tests.test_referee import MISBEHAVE
+    from tests.helpers import misbehaving_bot
 
     log = tmp_path / "received.jsonl"
-    bot = write_bot(tmp_path / "rec", "recorder", [sys.executable, str(MISBEHAVE), "recorder", str(log)])
+    bot = misbehaving_bot(tmp_path / "rec", "recorder", str(log), name="recorder")
     from arena.channel.manifest import Manifest
     from arena.match import BotPool
 

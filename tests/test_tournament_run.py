@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -15,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from arena.match import sample_bots_dir
-from tests.helpers import ARENA_ARGV, arena, write_bot
+from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, write_bot
 
 SAMPLES = sample_bots_dir()
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"
 
 
 def db_rows(folder: Path, sql: str) -> list[tuple]:
@@ -137,9 +135,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_games(tmp_path: Path) -> None:
 def test_broken_bots_lose_their_games_and_the_rest_completes(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     write_bot(bots / "nobuild", "nobuild", ["./bot"], protocol="stdio", build="exit 3")
-    (bots / "diesatstart").mkdir(parents=True)  # a sandboxed bot sees only its own folder
-    shutil.copy(MISBEHAVE, bots / "diesatstart" / "misbehave.py")
-    write_bot(bots / "diesatstart", "diesatstart", ["python", "misbehave.py", "exit_at_start"])
+    misbehaving_bot(bots / "diesatstart", "exit_at_start", name="diesatstart")
     proc = arena("run-tournament", "--bots", str(bots), "--bots", str(SAMPLES / "random"),
                  "--games", "2", "--out", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr

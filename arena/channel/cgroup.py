@@ -82,8 +82,18 @@ def detect() -> CgroupSupport:
 def remove_stale_groups() -> None:
     """Remove the empty bot groups of harness processes that are gone (e.g. tournament
     workers that were killed before they could clean up)."""
-    for hierarchy in detect().hierarchies:
-        _remove_stale(hierarchy.parent)
+    for parent in _parents():
+        _remove_stale(parent)
+
+
+def stale_groups() -> list[Path]:
+    """The bot groups, in every usable hierarchy, whose harness process no longer exists."""
+    return [folder for parent in _parents() for folder in _stale(parent)]
+
+
+def _parents() -> list[Path]:
+    """Our group in each usable hierarchy (once: on v2 the controllers share one)."""
+    return sorted({hierarchy.parent for hierarchy in detect().hierarchies})
 
 
 class BotCgroup:
@@ -251,21 +261,26 @@ def _probe(h: Hierarchy) -> None:
         folder.rmdir()
 
 
-def _remove_stale(parent: Path) -> None:
-    """Remove empty bot groups of harness processes that no longer exist."""
+def _stale(parent: Path) -> list[Path]:
     try:
         entries = list(parent.iterdir())
     except OSError:
-        return
+        return []
+    stale = []
     for folder in entries:
         owner = folder.name[len(_PREFIX):].split("-", 1)[0]
-        if not folder.name.startswith(_PREFIX) or not owner.isdigit():
-            continue
-        if not Path(f"/proc/{owner}").exists():
-            try:
-                folder.rmdir()  # fails (EBUSY) if anything still runs in it
-            except OSError:
-                pass
+        if folder.name.startswith(_PREFIX) and owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            stale.append(folder)
+    return stale
+
+
+def _remove_stale(parent: Path) -> None:
+    """Remove empty bot groups of harness processes that no longer exist."""
+    for folder in _stale(parent):
+        try:
+            folder.rmdir()  # fails (EBUSY) if anything still runs in it
+        except OSError:
+            pass
 
 
 def _limit_files(controller: str, version: int) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Confining untrusted bots: bubblewrap, a distinct uid per game slot, cgroup limits.
+"""Confining untrusted bots: bubblewrap, a distinct uid per bot, cgroup limits.
 
 Two levels. ``none``: the resource limits and process-tree control of
 :mod:`arena.channel.process`, nothing more (a bot author's own machine). ``strict``: a

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from arena.errors import ArenaError, ConfigError, RecordError
+from arena.referee import DEFAULT_TIME_CONTROL
 from arena.report import plots, stats
 from arena.report.html import Figure, ReportContent, render_report
 from arena.report.replay_html import replay_html
@@ -48,9 +49,8 @@ class Results:
 
     @property
     def time_control(self) -> dict[str, int]:
-        tc = (self.config or {}).get("time_control") or {}
-        return {"per_move_ms": int(tc.get("per_move_ms", 1000)), "bank_ms": int(tc.get("bank_ms", 10_000)),
-                "first_move_ms": int(tc.get("first_move_ms", 5000))}
+        stored = (self.config or {}).get("time_control") or {}
+        return {key: int(stored.get(key, default)) for key, default in DEFAULT_TIME_CONTROL.to_json().items()}
 
 
 @dataclass

@@ -55,12 +55,8 @@ PER_BOT_COLUMNS = ("idx", "game_id", "pair", "name", "opponent", "seat", "first"
 def entrant_order(games: pd.DataFrame, names: Iterable[str] = ()) -> list[str]:
     """The bots of a report: ``names`` (the entrants, in config order) then anyone else who
     appears in the games, in order of first appearance."""
-    order = list(dict.fromkeys(names))
-    for name in pd.concat([games.get("seat0", pd.Series(dtype=object)),
-                           games.get("seat1", pd.Series(dtype=object))]).tolist():
-        if name not in order:
-            order.append(name)
-    return order
+    empty = pd.Series(dtype=object)
+    return _order(names, pd.concat([games.get("seat0", empty), games.get("seat1", empty)]).tolist())
 
 
 def _order(names: Iterable[str], present: Iterable[Any]) -> list[str]:
@@ -384,7 +380,6 @@ def seat_advantage(games: pd.DataFrame, names: Iterable[str] = ()) -> pd.DataFra
                      "second_win_rate": sw / len(as_second) if len(as_second) else math.nan})
     table = pd.DataFrame(rows)
     table["seat_gain"] = table["first_win_rate"] - table["second_win_rate"]
-    table.loc[0, "seat_gain"] = table.loc[0, "first_win_rate"] - table.loc[0, "second_win_rate"]
     return table
 
 

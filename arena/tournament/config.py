@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from arena.channel.sandbox import LEVELS as SANDBOX_LEVELS
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES, load_components, ruleset_for
 from arena.errors import ConfigError
@@ -278,8 +279,9 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     seed = _int(get("seed", DEFAULTS["seed"]), None)
     concurrency = _int(get("concurrency", os.cpu_count() or 1), 1)
     sandbox = get("sandbox", "strict")
-    if sandbox.value not in ("strict", "none"):
-        raise ConfigError(f"{sandbox.label}: expected \"strict\" or \"none\", got {_show(sandbox.value)}")
+    if sandbox.value not in SANDBOX_LEVELS:
+        choices = " or ".join(f'"{level}"' for level in SANDBOX_LEVELS)
+        raise ConfigError(f"{sandbox.label}: expected {choices}, got {_show(sandbox.value)}")
     out_given = given.get("out")
     if out_given is None:
         out = Path("results") / name

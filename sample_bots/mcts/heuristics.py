@@ -46,7 +46,6 @@ class PlacementFeatures:
 
 
 _WEIGHTS = np.array([1.0] * 8 + [-1000.0, -1000.0, 1.0], dtype=np.float32)
-_ALL = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -98,16 +97,13 @@ def knowledge(ruleset: Ruleset) -> Knowledge:
 def _touching(features: PlacementFeatures, quilt: int) -> np.ndarray:
     """Per placement: sides touching the quilt or its border; negative if it does not fit."""
     low, high = quilt & _LOW64, quilt >> 64
-    words = np.array([low, high, low, high, low, high, low, high, low, high, _ALL], dtype=_U64)
+    words = np.array([low, high, low, high, low, high, low, high, low, high, _LOW64], dtype=_U64)
     return _WEIGHTS @ np.bitwise_count(features.parts & words[:, None])
 
 
-def ranked_placements(features: PlacementFeatures, quilt: int, limit: int = 1) -> list[Move]:
+def ranked_placements(features: PlacementFeatures, quilt: int, limit: int) -> list[Move]:
     """Up to ``limit`` placements that fit ``quilt``, the most touching first (ties: table order)."""
     touching = _touching(features, quilt)
-    if limit == 1:
-        best = int(touching.argmax())
-        return [features.moves[best]] if touching[best] >= 0 else []
     order = np.argsort(-touching, kind="stable")[:limit]
     return [features.moves[i] for i in order if touching[i] >= 0]
 

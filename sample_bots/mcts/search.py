@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -217,24 +216,25 @@ class Search:
         return 1.0 / (1.0 + math.exp(-diff / settings.scale))
 
     # ------------------------------------------------------------ results
-    def best_move(self) -> Move:
-        """The root action to play: the most visited (ties: the better win rate)."""
+    def _chosen(self) -> Node | None:
+        """The root child to play: the most visited (ties: the better win rate)."""
         if not self.root.children:
+            return None
+        return max(self.root.children, key=lambda c: (c.visits, c.wins / c.visits))
+
+    def best_move(self) -> Move:
+        """The root action to play (greedy's choice if no iteration finished)."""
+        best = self._chosen()
+        if best is None:
             return self.fallback
-        best = max(self.root.children, key=lambda c: (c.visits, c.wins / c.visits))
         assert best.move is not None
         return best.move
 
     def summary(self, elapsed_s: float) -> str:
         """An info line for the game record: effort, and how the chosen action fared."""
         text = f"{self.iterations} iterations in {elapsed_s * 1000:.0f} ms"
-        if self.root.children:
-            best = max(self.root.children, key=lambda c: (c.visits, c.wins / c.visits))
+        best = self._chosen()
+        if best is not None:
             text += f"; win rate {best.wins / best.visits:.2f} over {best.visits} visits"
         return text
 
-
-def timed_stop(deadline: float) -> Callable[[int], bool]:
-    """A stop test for ``Search.run``: true once ``time.monotonic()`` passes ``deadline``."""
-    clock = time.monotonic
-    return lambda _iterations: clock() >= deadline
