@@ -26,7 +26,7 @@ from arena.channel.sandbox import Sandbox, UidClaim, check_strict_available
 from arena.engine import Termination
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import TimeControl
-from tests.helpers import misbehaving_bot, write_bot
+from tests.helpers import ARENA_ARGV, misbehaving_bot, write_bot
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="x86_64 system call numbers")
 
@@ -299,3 +299,17 @@ def test_filter_is_built_once_and_handed_out_fresh() -> None:
         os.close(first)
         os.close(second)
 
+
+
+def test_strict_is_refused_in_one_line_when_libseccomp_cannot_be_loaded(tmp_path: Path) -> None:
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "pyseccomp.py").write_text('raise RuntimeError("Unable to find libseccomp")\n')
+    env = {**os.environ, "PYTHONPATH": str(fake)}
+    bots = sample_bots_dir()
+    run = subprocess.run([*ARENA_ARGV, "play", str(bots / "random"), str(bots / "cbot"), "--sandbox",
+                          "strict", "--games", "1"], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [
+        "Error: sandbox strict: cannot load libseccomp (Unable to find libseccomp); install the Debian "
+        "package libseccomp2 and the Python package pyseccomp (make install)"]
