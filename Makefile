@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # Debian packages: gcc builds the C sample bot, bubblewrap (+ util-linux's setpriv) is the
-# strict sandbox that tournaments use by default, chromium drives the HTML tests.
-DEMO_PACKAGES := gcc bubblewrap util-linux
+# strict sandbox that tournaments use by default (libseccomp2: its seccomp filter), chromium
+# drives the HTML tests.
+DEMO_PACKAGES := gcc bubblewrap util-linux libseccomp2
 TEST_PACKAGES := $(DEMO_PACKAGES) chromium chromium-driver
 
 # $(call debian_packages,LIST): install the missing ones when we are root on Debian;

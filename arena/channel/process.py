@@ -192,9 +192,17 @@ class BotProcess:
         read_fd = write_fd = -1
         cgroup = None
         max_processes = None
+        pass_fds: tuple[int, ...] = ()  # the seccomp filter for bwrap, closed once it started
         if sandbox is not None:
-            argv = sandbox.wrap(argv, folder=cwd, sockets=sockets)
-            cgroup = sandbox.make_cgroup()
+            from arena.channel.seccomp import filter_fd
+
+            pass_fds = (filter_fd(),)
+            try:
+                argv = sandbox.wrap(argv, folder=cwd, sockets=sockets, seccomp_fd=pass_fds[0])
+                cgroup = sandbox.make_cgroup()
+            except BaseException:
+                os.close(pass_fds[0])
+                raise
             max_processes = sandbox.process_rlimit()
         try:
             cwd.mkdir(parents=True, exist_ok=True)
@@ -208,9 +216,11 @@ class BotProcess:
                 argv, cwd=cwd, env=bot_environment(cwd, env, marker), bufsize=0,
                 stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if pipes else err_target,
-                stderr=err_target, close_fds=True, start_new_session=True,
+                stderr=err_target, close_fds=True, pass_fds=pass_fds, start_new_session=True,
                 preexec_fn=_child_setup(limits, cgroup.procs_files if cgroup else (), max_processes))
         except (OSError, subprocess.SubprocessError) as exc:
+            for fd in pass_fds:
+                os.close(fd)
             for fd in (read_fd, write_fd):
                 if fd >= 0:
                     os.close(fd)
@@ -220,6 +230,8 @@ class BotProcess:
                 cgroup.remove(timeout_s=0)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise BotStartError(f"cannot start {argv[0]!r} in {str(cwd)!r}: {reason}") from exc
+        for fd in pass_fds:
+            os.close(fd)
         drain = None
         if log_file is not None:
             os.close(write_fd)  # the bot holds the only write end: EOF once it and its tree die

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from arena.channel import seccomp
 from arena.channel.cgroup import BotCgroup, detect
 from arena.channel.process import ResourceLimits
 from arena.errors import BotStartError, ConfigError, SandboxError
@@ -56,6 +57,7 @@ SANDBOX_TMP = "/tmp"  # HOME and TMPDIR inside the sandbox
 _SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives")
 _PROBE_TIMEOUT_S = 30
+_PROC_HIDDEN = ("/proc/keys", "/proc/key-users")  # /dev/null bound over them in the sandbox
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,12 @@ class Sandbox:
         if not (isinstance(self.uid, int) and self.uid > 0):
             raise ConfigError(f"sandbox uid must be a positive integer (not root), got {self.uid!r}")
 
-    def command(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = ()) -> list[str]:
+    def command(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = (),
+                seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs ``argv`` confined, in ``folder`` (read-only),
-        with each ipc socket of ``sockets`` bound at its own path."""
+        with each ipc socket of ``sockets`` bound at its own path, under the seccomp filter
+        read from ``seccomp_fd`` (:func:`arena.channel.seccomp.filter_fd`; the caller passes
+        it to bwrap and closes it after the start)."""
         tmp = str(self.limits.tmp_bytes)
         args = [_tool("bwrap"), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session",
@@ -115,10 +120,14 @@ class Sandbox:
                 args += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
+        args += ["--perms", "0755", "--dir", "/etc"]  # else bwrap makes it 0700: unreadable to the bot
         for name in _ETC_FILES:
             if (Path("/etc") / name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-        args += ["--proc", "/proc", "--dev", "/dev",
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        # Defence in depth beside the seccomp filter: no view of the machine's keyring.
+        args += [a for name in _PROC_HIDDEN if Path(name).exists() for a in ("--ro-bind", "/dev/null", name)]
+        args += [
                  "--perms", "1777", "--size", tmp, "--tmpfs", SANDBOX_TMP,
                  "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm"]
         # bwrap makes missing parent folders 0700 (owned by root): make them 0755 first.
@@ -131,13 +140,16 @@ class Sandbox:
                     args += ["--perms", "0755", "--dir", str(parent)]
                     made.add(parent)
             args += [option, str(path), str(path)]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", str(folder),
                  "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
                  _tool("setpriv"), f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                  "--inh-caps=-all", "--no-new-privs", "--"]
         return args + list(argv)
 
-    def wrap(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = ()) -> list[str]:
+    def wrap(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = (),
+             seccomp_fd: int | None = None) -> list[str]:
         """Check the bot can use its folder, hand it its sockets, and return :meth:`command`.
 
         Raises BotStartError naming what is wrong."""
@@ -155,7 +167,7 @@ class Sandbox:
             except OSError as exc:
                 raise BotStartError(f"cannot hand the socket {socket} to uid {self.uid}: "
                                     f"{exc.strerror} (the strict sandbox needs root)") from None
-        return self.command(argv, folder=folder, sockets=sockets)
+        return self.command(argv, folder=folder, sockets=sockets, seccomp_fd=seccomp_fd)
 
     def make_cgroup(self) -> BotCgroup | None:
         """A new cgroup with this sandbox's limits, or None when the host offers none."""
@@ -194,13 +206,24 @@ def _check(limits: SandboxLimits, use_cgroups: bool) -> tuple[str, ...]:
 
     folder = Path(arena.__file__).resolve().parent
     probe = Sandbox(limits=limits)
-    argv = probe.command([sys.executable, "-c", "import os, arena; print(os.getuid())"], folder=folder)
+    # The probe runs under the seccomp filter and reports its uid and seccomp mode (2: filter).
+    filter_fd = seccomp.filter_fd()
+    argv = probe.command([sys.executable, "-c", "import os, arena; print(os.getuid(), *[line.split()[1] "
+                          "for line in open('/proc/self/status') if line.startswith('Seccomp:')])"],
+                         folder=folder, seccomp_fd=filter_fd)
     try:
         run = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S,
-                             stdin=subprocess.DEVNULL)
+                             stdin=subprocess.DEVNULL, pass_fds=(filter_fd,))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxError(f"sandbox strict: bubblewrap could not start a sandbox: {exc}") from None
-    if run.returncode != 0 or run.stdout.strip() != str(probe.uid):
+    finally:
+        os.close(filter_fd)
+    if run.returncode == 0 and run.stdout.split()[:1] == [str(probe.uid)] and run.stdout.split() != [
+            str(probe.uid), "2"]:
+        raise SandboxError("sandbox strict: bubblewrap started the sandbox without its seccomp filter "
+                           f"(Seccomp: {' '.join(run.stdout.split()[1:]) or 'unknown'}); or pass "
+                           "--sandbox none")
+    if run.returncode != 0 or run.stdout.split()[:1] != [str(probe.uid)]:
         said = " | ".join((run.stderr or run.stdout).strip().splitlines()[-3:])
         hint = ""
         if "ermission" in said or "not permitted" in said or "namespace" in said:
@@ -215,6 +238,7 @@ def _check(limits: SandboxLimits, use_cgroups: bool) -> tuple[str, ...]:
     lines = [f"{version or 'bubblewrap'}: no network; read-only system, Python runtime and bot "
              f"folder; no other files; private /tmp and /dev/shm of {limits.tmp_bytes // mib} MiB "
              f"each; a uid of its own ({UID_BASE} + n), no capabilities"]
+    lines.append(seccomp.describe())
 
     def usable(controller: str) -> bool:
         return use_cgroups and support.has(controller)

@@ -169,9 +169,42 @@ def try_ignore_term() -> None:
     report("ignore_term: child and grandchild started")
 
 
+def try_keyring() -> None:
+    """Leave a key readable by every uid in the kernel keyring (as two bots would to talk),
+    and look for keys others left (request_key, /proc/keys). x86_64 system call numbers."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+
+    def call(number: int, *args: object) -> int:
+        result = libc.syscall(ctypes.c_long(number), *args)
+        if result < 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+        return int(result)
+
+    payload = b"arena-keyring-leak"
+    key_user, key_session, keyctl_setperm = -4, -3, 5
+    for label, ring in (("user", key_user), ("session", key_session)):
+        def add(ring: int = ring) -> str:
+            size = ctypes.c_size_t(len(payload))
+            key = call(248, b"user", b"arena-leak", payload, size, ctypes.c_int(ring))
+            call(250, ctypes.c_int(keyctl_setperm), ctypes.c_int(key), ctypes.c_uint(0x3F3F3F3F))
+            return f"key {key}"
+        attempt(f"keyring add_key {label}", add)
+    attempt("keyring request_key", lambda: f"key {call(249, b'user', b'arena-leak', None, ctypes.c_int(0))}")
+
+    def proc_keys() -> str:
+        with open("/proc/keys") as handle:
+            keys = handle.read().splitlines()
+        return f"{len(keys)} keys, {sum('arena-leak' in k for k in keys)} leaks"
+    attempt("keyring /proc/keys", proc_keys)
+
+
 ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
-            "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term}
+            "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring}
 
 
 class Link:

@@ -1,0 +1,158 @@
+"""The seccomp filter of a strict sandbox: system calls a bot never needs, denied.
+
+bubblewrap loads it (``bwrap --seccomp FD``) into the sandboxed process just before it
+runs ``setpriv`` and the bot's command, so it binds the bot and everything it starts. It is
+a deny list over an allowed default: ordinary programs (Python, C, Node.js, Java) run
+unchanged, while the calls below fail with an errno a program can handle (EPERM; ENOSYS
+for ``clone3``, so that glibc falls back to ``clone``, whose flags the filter can see).
+Sockets are limited to the families the transports and common runtimes need; any other
+family fails with EAFNOSUPPORT. A system call of another ABI (i386 or x32 on x86_64) kills
+the process: the filter only speaks the native one.
+
+Built with libseccomp (through ``pyseccomp``, ctypes over the system's ``libseccomp.so.2``)
+once per process, and handed to each bwrap as a fresh memfd (:func:`filter_fd`).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import socket
+
+from arena.errors import SandboxError
+
+# What is denied, one group per reason: (group, errno, system calls).
+DENIED: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    # The kernel keyring is shared across the machine: keys show in /proc/keys, can be made
+    # readable by any uid and outlive the process, so two bots could talk through it.
+    ("keyring", errno.EPERM, ("add_key", "keyctl", "request_key")),
+    # New namespaces (a nested user namespace gives "root" in it and much kernel surface);
+    # clone with a CLONE_NEW* flag is denied below, clone3 (flags out of sight) is ENOSYS.
+    ("namespaces", errno.EPERM, ("unshare", "setns")),
+    # Mounts, old and new API: the sandbox's file view is fixed.
+    ("mount", errno.EPERM, ("mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen",
+                            "fsmount", "fsconfig", "fspick", "mount_setattr")),
+    # Reading or writing other processes.
+    ("ptrace", errno.EPERM, ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd")),
+    # Kernel programs and performance counters (side channels, kernel attack surface).
+    ("bpf", errno.EPERM, ("bpf",)),
+    ("perf_event_open", errno.EPERM, ("perf_event_open",)),
+    # Loading code into the kernel.
+    ("kernel modules", errno.EPERM, ("kexec_load", "kexec_file_load", "init_module", "finit_module",
+                                     "delete_module")),
+    # Page-fault handling in user space: a classic way to widen kernel race windows.
+    ("userfaultfd", errno.EPERM, ("userfaultfd",)),
+    # io_uring: a second system-call interface that seccomp cannot see into.
+    ("io_uring", errno.EPERM, ("io_uring_setup", "io_uring_enter", "io_uring_register")),
+    # clone3 passes its flags in memory the filter cannot read: ENOSYS makes glibc use clone.
+    ("clone3", errno.ENOSYS, ("clone3",)),
+)
+
+# clone flags that make a namespace (CLONE_NEWTIME, 0x80, exists only for clone3 and unshare;
+# in clone's first argument 0x80 is part of the exit signal).
+CLONE_NEW_FLAGS: tuple[int, ...] = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000,
+                                    0x20000000, 0x40000000)
+
+# Socket families a bot may use: ipc (ZeroMQ, local IPC of runtimes), IPv4 and IPv6 (the
+# loopback of its own network namespace), netlink (glibc's getaddrinfo and getifaddrs, libuv).
+ALLOWED_FAMILIES: tuple[int, ...] = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6,
+                                     socket.AF_NETLINK)
+
+
+@functools.cache
+def filter_bpf() -> bytes:
+    """The filter compiled to classic BPF, as ``bwrap --seccomp`` reads it (built once).
+
+    Raises SandboxError when libseccomp cannot be loaded or the filter cannot be built."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise SandboxError(f"sandbox strict: cannot load libseccomp ({exc}); install the Debian "
+                           "package libseccomp2 and the Python package pyseccomp (make install)") from None
+    try:
+        filt = seccomp.SyscallFilter(seccomp.ALLOW)
+        filt.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)
+        for _group, code, calls in DENIED:
+            for name in calls:
+                filt.add_rule(seccomp.ERRNO(code), _number(seccomp, name))
+        clone = _number(seccomp, "clone")
+        for flag in CLONE_NEW_FLAGS:
+            filt.add_rule(seccomp.ERRNO(errno.EPERM), clone, seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+        # Everything but the allowed families, compared on all 64 bits of the argument.
+        sock = _number(seccomp, "socket")
+        denied = seccomp.ERRNO(errno.EAFNOSUPPORT)
+        top = max(ALLOWED_FAMILIES)
+        filt.add_rule(denied, sock, seccomp.Arg(0, seccomp.GT, top))
+        for family in range(top):
+            if family not in ALLOWED_FAMILIES:
+                filt.add_rule(denied, sock, seccomp.Arg(0, seccomp.EQ, family))
+        read_fd, write_fd = os.pipe()
+        try:
+            with os.fdopen(write_fd, "wb") as out:
+                filt.export_bpf(out)
+            with os.fdopen(read_fd, "rb") as source:
+                read_fd = -1
+                program = source.read()
+        finally:
+            if read_fd >= 0:
+                os.close(read_fd)
+    except OSError as exc:
+        raise SandboxError(f"sandbox strict: cannot build the seccomp filter: {exc}") from None
+    if not program or len(program) % 8:
+        raise SandboxError(f"sandbox strict: libseccomp exported a malformed filter ({len(program)} bytes)")
+    return program
+
+
+def filter_fd() -> int:
+    """A new file descriptor (a memfd, close-on-exec, at offset 0) holding :func:`filter_bpf`,
+    for one ``bwrap --seccomp FD``: pass it to the child (``pass_fds``) and close it after."""
+    program = filter_bpf()
+    fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def describe() -> str:
+    """One line saying what the filter denies (for the start-up lines of strict)."""
+    program = filter_bpf()
+    names: dict[int, str] = {socket.AF_UNIX: "unix", socket.AF_INET: "inet", socket.AF_INET6: "inet6",
+                             socket.AF_NETLINK: "netlink"}
+    families = ", ".join(names.get(f, str(f)) for f in ALLOWED_FAMILIES)
+    groups = ", ".join(group for group, _, _ in DENIED if group != "clone3")
+    return (f"seccomp filter in force ({len(program) // 8} BPF instructions, libseccomp "
+            f"{_libseccomp_version()}): denied {groups}; sockets {families} only; "
+            "other ABIs killed")
+
+
+def _number(seccomp: object, name: str) -> int:
+    number: int = seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)  # type: ignore[attr-defined]
+    if number < 0:
+        raise OSError(errno.EINVAL, f"libseccomp does not know the system call {name}")
+    return number
+
+
+def _libseccomp_version() -> str:
+    import ctypes
+
+    import pyseccomp
+
+    class _Version(ctypes.Structure):
+        _fields_ = [("major", ctypes.c_uint), ("minor", ctypes.c_uint), ("micro", ctypes.c_uint)]
+
+    try:
+        get = pyseccomp._libseccomp.seccomp_version
+    except AttributeError:
+        return "?"
+    get.restype = ctypes.POINTER(_Version)
+    get.argtypes = ()
+    version = get().contents
+    return f"{version.major}.{version.minor}.{version.micro}"
+
+
+__all__ = ["ALLOWED_FAMILIES", "CLONE_NEW_FLAGS", "DENIED", "describe", "filter_bpf", "filter_fd"]
