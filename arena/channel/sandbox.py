@@ -97,14 +97,17 @@ class Sandbox:
     limits: SandboxLimits = SandboxLimits()
     exposed: tuple[Path, ...] = field(default_factory=runtime_paths)  # read-only, besides /usr
     use_cgroups: bool = True  # False: rlimits only, as on a host without cgroups
+    # True for a build: the folder is bound read-write (a private copy owned by ``uid``,
+    # see arena.channel.manifest.build); everything else stays as for a bot.
+    writable_folder: bool = False
 
     def __post_init__(self) -> None:
         if not (isinstance(self.uid, int) and self.uid > 0):
             raise ConfigError(f"sandbox uid must be a positive integer (not root), got {self.uid!r}")
 
     def command(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = ()) -> list[str]:
-        """The bwrap command line that runs ``argv`` confined, in ``folder`` (read-only),
-        with each ipc socket of ``sockets`` bound at its own path."""
+        """The bwrap command line that runs ``argv`` confined, in ``folder`` (read-only unless
+        ``writable_folder``), with each ipc socket of ``sockets`` bound at its own path."""
         tmp = str(self.limits.tmp_bytes)
         args = [_tool("bwrap"), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session",
@@ -115,6 +118,7 @@ class Sandbox:
                 args += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
+        args += ["--perms", "0755", "--dir", "/etc"]  # else 0700: /etc/alternatives (cc) unusable
         for name in _ETC_FILES:
             if (Path("/etc") / name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -123,7 +127,8 @@ class Sandbox:
                  "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm"]
         # bwrap makes missing parent folders 0700 (owned by root): make them 0755 first.
         made = {Path("/"), Path("/usr"), Path("/etc"), Path("/proc"), Path("/dev"), Path(SANDBOX_TMP)}
-        binds = [("--ro-bind", Path(p)) for p in self.exposed] + [("--ro-bind", Path(folder))]
+        binds = [("--ro-bind", Path(p)) for p in self.exposed]
+        binds += [("--bind" if self.writable_folder else "--ro-bind", Path(folder))]
         binds += [("--bind", Path(s)) for s in sockets]
         for option, path in sorted(binds, key=lambda b: len(b[1].parts)):
             for parent in reversed(path.parents):
