@@ -70,6 +70,7 @@ def test_strict_build_sees_no_secrets_no_other_results_no_network_and_writes_onl
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0)
     port = listener.getsockname()[1]
+    connect = f'import socket; socket.create_connection(("127.0.0.1", {port}), timeout=2)'
     probe = f"""exec > probe.txt 2>&1
 cat /etc/shadow && echo READ-SHADOW
 echo ROOT: $(ls -A /root)
@@ -78,7 +79,7 @@ echo OUT: $(ls -a {out})
 touch {source}/written && echo WROTE-SOURCE
 touch /usr/written && echo WROTE-USR
 touch {tmp_path}/written && echo WROTE-OUTSIDE
-{sys.executable} -c 'import socket; socket.create_connection(("127.0.0.1", {port}), timeout=2)' && echo CONNECTED
+{sys.executable} -c '{connect}' && echo CONNECTED
 echo UID: $(id -u)
 echo ENV: $(env | sort | tr '\\n' ' ')
 echo built > built.txt"""
