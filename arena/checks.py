@@ -79,32 +79,61 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     return report
 
 
-def submit(bot: Path, entrants: Path, *, games: int = 4,
-           sandbox: str = "none") -> tuple[ConformanceReport, Path | None]:
+PREVIOUS = ".previous"  # entrants/.previous/<name>-<UTC time>/: versions replaced by submit --replace
+
+
+@dataclass
+class Submission:
+    report: ConformanceReport
+    installed: Path | None = None  # None: refused
+    previous: Path | None = None  # where the version it replaced was kept
+
+
+def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict",
+           replace: bool = False) -> Submission:
     """Build and check ``bot``; copy it into ``entrants/<name>`` only if it passes.
 
-    An entrant of the same name is replaced (atomically: the new copy is complete before
-    the old one goes). Returns the report and the installed folder (None if refused).
+    An existing entrant of the same name is refused (before anything runs) unless
+    ``replace``; then it is moved to ``entrants/.previous/<name>-<UTC time>/`` (a folder of
+    bot folders one level down, so a tournament over ``entrants/`` never picks it up) and
+    the new copy takes its place. The copy is complete before the old one moves.
     """
     import shutil
     import tempfile
+    from datetime import UTC, datetime
 
+    try:
+        manifest = Manifest.load(bot)
+    except ArenaError as exc:
+        return Submission(ConformanceReport(problems=[str(exc)]))
+    target = entrants / manifest.name
+    taken = (f"an entrant named {manifest.name!r} already exists ({target}): pass --replace to "
+             "replace it (the old version is kept)")
+    if target.exists() and not replace:
+        return Submission(ConformanceReport(problems=[taken]))
     report = run_conformance(bot, games=games, sandbox=sandbox)
     if report.problems:
-        return report, None
-    manifest = Manifest.load(bot)
+        return Submission(report)
     entrants.mkdir(parents=True, exist_ok=True)
-    target = entrants / manifest.name
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
-    shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    old = None
-    if target.exists():
-        old = entrants / f".{manifest.name}-old"
-        shutil.rmtree(old, ignore_errors=True)
-        target.rename(old)
-    (staging / "bot").rename(target)
-    shutil.rmtree(staging, ignore_errors=True)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    return report, target
+    try:
+        shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        previous = None
+        if target.exists() or target.is_symlink():
+            if not replace:  # appeared while the check ran
+                report.problems.append(taken)
+                return Submission(report)
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            kept = entrants / PREVIOUS
+            kept.mkdir(exist_ok=True)
+            previous = kept / f"{manifest.name}-{stamp}"
+            number = 1
+            while previous.exists():
+                number += 1
+                previous = kept / f"{manifest.name}-{stamp}-{number}"
+            target.rename(previous)
+        (staging / "bot").rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Submission(report, target, previous)

@@ -176,10 +176,12 @@ def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
     """``--sandbox strict|none``: how bots are confined (README, section Sandbox)."""
     if default == "none":
         text = ("How to confine the bots: none (default: resource limits and process-tree control "
-                "only, for a bot author's own machine) or strict (bubblewrap; needs root).")
+                "only, builds run in the bot's folder: for a bot author's own machine) or strict "
+                "(bubblewrap, builds too; needs root).")
     else:
         text = ("How to confine the bots: strict (the default: bubblewrap, no network, only their "
-                "own folder; needs root) or none (resource limits only, for a machine you trust).")
+                "own folder; builds too, in a private copy; needs root) or none (resource limits "
+                "only, for a machine you trust).")
     return click.option("--sandbox", type=click.Choice(SANDBOX_LEVELS), default=default,
                         show_default=default is not None, help=text)
 
@@ -497,23 +499,31 @@ def _tc(per_move_ms: int, bank_ms: int, first_move_ms: int):  # type: ignore[no-
               show_default=True, help="The folder of entrants a tournament reads.")
 @click.option("--games", type=click.IntRange(min=2), default=4, show_default=True,
               help="Conformance games against the random sample bot.")
-@_sandbox_option("none")
-def submit(bot: Path, entrants: Path, games: int, sandbox: str) -> None:
+@click.option("--replace", is_flag=True,
+              help="Replace an entrant of the same name; the old version is kept in "
+                   "ENTRANTS/.previous/NAME-<UTC time>/. Without it an existing name is refused.")
+@_sandbox_option("strict")
+def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -> None:
     """Hand in BOT: build it, run the conformance check, and copy it into the entrants
-    folder only if it passes (an entrant of the same name is replaced)."""
+    folder only if it passes. The bot is a stranger's code: it is built and checked under
+    the strict sandbox unless --sandbox none is given. An entrant of the same name is
+    refused unless --replace."""
     from arena.checks import submit as submit_bot
 
     _announce_sandbox(sandbox)
-    report, installed = submit_bot(bot, entrants, games=games, sandbox=sandbox)
+    done = submit_bot(bot, entrants, games=games, sandbox=sandbox, replace=replace)
+    report = done.report
     for line in report.lines:
         click.echo(line)
-    if installed is None:
+    if done.installed is None:
         click.echo(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} problem(s):",
                    err=True)
         for problem in report.problems:
             click.echo(f"  - {problem}", err=True)
         raise SystemExit(1)
-    click.echo(f"ACCEPTED: installed as {installed}")
+    if done.previous is not None:
+        click.echo(f"replaced: the previous version is kept in {done.previous}")
+    click.echo(f"ACCEPTED: installed as {done.installed}")
 
 
 from arena.cli_report import report  # noqa: E402  (registered last: the command lives in its own module)

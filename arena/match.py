@@ -8,6 +8,8 @@ through the referee.
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,21 +35,41 @@ def unique_labels(names: list[str]) -> list[str]:
     return labels
 
 
-def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str]) -> dict[int, str]:
-    """Build every bot once (a folder listed twice is built once); index -> build error."""
-    built: dict[Path, str | None] = {}
+def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
+              sandbox: Sandbox | None = None,
+              build_dir: Path | None = None) -> tuple[list[Manifest], dict[int, str]]:
+    """Build every bot once (a folder listed twice is built once); returns the manifests to
+    run (built copies under a sandbox) and index -> build error.
+
+    With a ``sandbox`` each build runs confined in ``build_dir/<label>``, a private copy of
+    the bot's folder (see :func:`arena.channel.manifest.build`)."""
+    if sandbox is not None and build_dir is None:
+        raise ValueError("sandboxed builds need a build_dir")
+    built: dict[Path, Manifest | str] = {}
+    runnable: list[Manifest] = []
     errors: dict[int, str] = {}
     for index, manifest in enumerate(manifests):
         if manifest.folder not in built:
+            label = _safe_label(labels[index])
             try:
-                build(manifest, log_dir / f"{labels[index]}.build.log")
-                built[manifest.folder] = None
-            except ArenaError as exc:
+                built[manifest.folder] = build(
+                    manifest, log_dir / f"{label}.build.log", sandbox=sandbox,
+                    into=build_dir / label if build_dir is not None else None)
+            except (ArenaError, OSError) as exc:
                 built[manifest.folder] = str(exc)
-        error = built[manifest.folder]
-        if error is not None:
-            errors[index] = error
-    return errors
+        outcome = built[manifest.folder]
+        if isinstance(outcome, str):
+            errors[index] = outcome
+            runnable.append(manifest)
+        else:
+            runnable.append(outcome)
+    return runnable, errors
+
+
+def _safe_label(label: str) -> str:
+    """A label as a file name (labels come from bot names)."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)[:64]
+    return safe if safe.strip(".") else "bot"
 
 
 class BotPool:
@@ -58,12 +80,15 @@ class BotPool:
 
     ``sandbox`` is a level, ``"none"`` or ``"strict"`` (raises SandboxError if strict
     cannot be provided here), or a :class:`Sandbox` to use for every bot. Under a
-    sandbox each bot gets a uid of its own, claimed for the pool's lifetime.
+    sandbox each bot gets a uid of its own, claimed for the pool's lifetime, and is built
+    confined in a private copy: in ``build_dir/<label>``, or in a temporary folder removed
+    when the pool closes.
     """
 
     def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
                  limits: ResourceLimits | None = None, do_build: bool = True,
-                 broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none") -> None:
+                 broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none",
+                 build_dir: Path | None = None) -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         load_schemas()  # read the schema files now, never on a bot's clock
@@ -79,7 +104,15 @@ class BotPool:
         self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label,
                                   sandbox=self._bot_sandbox(i))
                         for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
-        self.build_errors = build_all(manifests, log_dir, self.labels) if do_build else {}
+        self.build_errors: dict[int, str] = {}
+        self._build_dir: Path | None = None
+        if do_build:
+            if self.sandbox is not None and build_dir is None:
+                self._build_dir = build_dir = Path(tempfile.mkdtemp(prefix="arena-builds-"))
+            built, self.build_errors = build_all(manifests, log_dir, self.labels, sandbox=self.sandbox,
+                                                 build_dir=build_dir)
+            for handle, manifest in zip(self.handles, built, strict=True):
+                handle.manifest = manifest  # the built copy, under a sandbox
         self.build_errors.update(broken or {})
         for index, error in self.build_errors.items():
             self.handles[index].broken = error
@@ -110,6 +143,9 @@ class BotPool:
         self.hub.close()
         for claim in self._uids:
             claim.release()
+        if self._build_dir is not None:
+            shutil.rmtree(self._build_dir, ignore_errors=True)
+            self._build_dir = None
 
     def __enter__(self) -> BotPool:
         return self

@@ -80,8 +80,9 @@ def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) ->
     refused = arena("submit", str(bad), "--entrants", str(entrants), "--games", "2")
     assert refused.returncode == 1 and "REFUSED" in refused.stderr and "malformed" in refused.stderr
     assert not (entrants / "bad").exists()
-    again = arena("submit", str(sample_bots_dir() / "cbot"), "--entrants", str(entrants), "--games", "2")
-    assert again.returncode == 0 and sorted(p.name for p in entrants.iterdir()) == ["cbot"]
+    again = arena("submit", str(sample_bots_dir() / "cbot"), "--entrants", str(entrants), "--games", "2",
+                  "--replace")
+    assert again.returncode == 0 and sorted(p.name for p in entrants.iterdir()) == [".previous", "cbot"]
     run = arena("run-tournament", "--bots", str(entrants), "--bots", str(sample_bots_dir() / "random"),
                 "--games", "2", "--out", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr

@@ -99,6 +99,9 @@ class Sandbox:
     limits: SandboxLimits = SandboxLimits()
     exposed: tuple[Path, ...] = field(default_factory=runtime_paths)  # read-only, besides /usr
     use_cgroups: bool = True  # False: rlimits only, as on a host without cgroups
+    # True for a build: the folder is bound read-write (a private copy owned by ``uid``,
+    # see arena.channel.manifest.build); everything else stays as for a bot.
+    writable_folder: bool = False
 
     def __post_init__(self) -> None:
         if not (isinstance(self.uid, int) and self.uid > 0):
@@ -106,10 +109,10 @@ class Sandbox:
 
     def command(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = (),
                 seccomp_fd: int | None = None) -> list[str]:
-        """The bwrap command line that runs ``argv`` confined, in ``folder`` (read-only),
-        with each ipc socket of ``sockets`` bound at its own path, under the seccomp filter
-        read from ``seccomp_fd`` (:func:`arena.channel.seccomp.filter_fd`; the caller passes
-        it to bwrap and closes it after the start)."""
+        """The bwrap command line that runs ``argv`` confined, in ``folder`` (read-only unless
+        ``writable_folder``), with each ipc socket of ``sockets`` bound at its own path, under
+        the seccomp filter read from ``seccomp_fd`` (:func:`arena.channel.seccomp.filter_fd`;
+        the caller passes it to bwrap and closes it after the start)."""
         tmp = str(self.limits.tmp_bytes)
         args = [_tool("bwrap"), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--die-with-parent", "--new-session",
@@ -132,7 +135,8 @@ class Sandbox:
                  "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm"]
         # bwrap makes missing parent folders 0700 (owned by root): make them 0755 first.
         made = {Path("/"), Path("/usr"), Path("/etc"), Path("/proc"), Path("/dev"), Path(SANDBOX_TMP)}
-        binds = [("--ro-bind", Path(p)) for p in self.exposed] + [("--ro-bind", Path(folder))]
+        binds = [("--ro-bind", Path(p)) for p in self.exposed]
+        binds += [("--bind" if self.writable_folder else "--ro-bind", Path(folder))]
         binds += [("--bind", Path(s)) for s in sockets]
         for option, path in sorted(binds, key=lambda b: len(b[1].parts)):
             for parent in reversed(path.parents):

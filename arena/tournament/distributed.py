@@ -3,7 +3,8 @@
 The coordinator keeps the results folder exactly as in a local run; only where games
 are played changes. Each bot folder is packed once into a deterministic tar archive
 named by its SHA-256, scattered to every worker once (``broadcast=True``), and
-unpacked there into a cache keyed by that hash (execute bits kept), then built once.
+unpacked there into a cache keyed by that hash (execute bits kept), then built by each
+worker thread's pool (under strict: confined, in a private copy that the pool then runs).
 Each worker thread keeps its own bot processes across the games it plays. Results
 stream back with ``as_completed`` and are stored by the coordinator, so resuming works
 the same as locally.
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.channel.manifest import Manifest
+from arena.channel.sandbox import Sandbox, check_strict_available
 from arena.errors import ArenaError
 from arena.match import BotPool, build_all
 from arena.tournament.config import Entrant, TournamentConfig
@@ -146,7 +148,13 @@ def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, by
             config = dataclasses.replace(config, entrants=tuple(
                 Entrant(e.name, folders[e.name], e.description) for e in config.entrants))
             manifests = [Manifest.load(folder) for folder in config.folders]
-            broken = build_all(manifests, log_dir, list(config.names))
+            sandbox = None
+            if config.sandbox == "strict":
+                check_strict_available()
+                sandbox = Sandbox()
+            # Under strict each pool builds confined in private copies of its own, and runs them.
+            manifests, broken = build_all(manifests, log_dir, list(config.names), sandbox=sandbox,
+                                          build_dir=_cache_dir() / "builds" / log_dir.name)
         pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken,
                        sandbox=config.sandbox)
         atexit.register(pool.close)

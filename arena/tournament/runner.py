@@ -11,6 +11,7 @@ that are missing.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import multiprocessing as mp
 import queue
 import signal
@@ -25,7 +26,7 @@ import trueskill
 
 from arena.channel.cgroup import remove_stale_groups
 from arena.channel.manifest import Manifest
-from arena.channel.sandbox import check_strict_available
+from arena.channel.sandbox import Sandbox, check_strict_available
 from arena.errors import ArenaError
 from arena.match import BotPool, build_all
 from arena.referee import TimeControl
@@ -115,7 +116,15 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         _replay_ratings(store, env, progress)
         log_dir = config.out / "logs"
         manifests = [Manifest.load(folder) for folder in config.folders]
-        errors = build_all(manifests, log_dir, list(config.names)) if todo else {}
+        errors: dict[int, str] = {}
+        # Under strict, built confined in <out>/builds/<name>/, which the workers then run; a
+        # Dask cluster builds on its workers (the coordinator may not be able to sandbox).
+        if todo and (executor is None or config.sandbox != "strict"):
+            built, errors = build_all(manifests, log_dir, list(config.names),
+                                      sandbox=Sandbox() if config.sandbox == "strict" else None,
+                                      build_dir=config.out / "builds")
+            config = dataclasses.replace(config, entrants=tuple(
+                dataclasses.replace(e, folder=m.folder) for e, m in zip(config.entrants, built, strict=True)))
         build_errors = {config.names[i]: error for i, error in errors.items()}
         for name, error in build_errors.items():
             if on_build_error is not None:
