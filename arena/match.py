@@ -21,6 +21,7 @@ from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.paths import sample_bots_dir
 from arena.protocol.codec import load_schemas
 from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
+from arena.untrusted import file_name, inside
 
 
 def unique_labels(names: list[str]) -> list[str]:
@@ -40,7 +41,7 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str]) -> di
     for index, manifest in enumerate(manifests):
         if manifest.folder not in built:
             try:
-                build(manifest, log_dir / f"{labels[index]}.build.log")
+                build(manifest, inside(log_dir, f"{file_name(labels[index])}.build.log"))
                 built[manifest.folder] = None
             except ArenaError as exc:
                 built[manifest.folder] = str(exc)
