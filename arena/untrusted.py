@@ -123,6 +123,17 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
+def csv_frame(frame: Any) -> Any:
+    """A copy of a pandas DataFrame with :func:`csv_cell` applied to every text cell and
+    to the column headers (numeric, boolean and time columns are left as they are)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype.kind not in "biufcmM":
+            out[column] = out[column].map(csv_cell)
+    out.columns = [csv_cell(c) for c in out.columns]
+    return out
+
+
 # ------------------------------------------------------------------ paths
 def inside(folder: Path | str, *parts: str) -> Path:
     """``folder/part/...``, refused (ConfigError) unless it stays inside ``folder``.
@@ -175,6 +186,6 @@ def refuse_symlinks(folder: Path, label: Path | str | None = None) -> None:
                           f"files in instead); found {listed}{more}")
 
 
-__all__ = ["NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings", "csv_cell", "file_name",
-           "for_terminal", "inside", "is_valid_name", "may_hold_surrogates", "refuse_symlinks", "shown",
-           "symlinks_in", "valid_unicode"]
+__all__ = ["NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings", "csv_cell", "csv_frame",
+           "file_name", "for_terminal", "inside", "is_valid_name", "may_hold_surrogates", "refuse_symlinks",
+           "shown", "symlinks_in", "valid_unicode"]
