@@ -11,6 +11,7 @@ from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import TimeControl
+from arena.untrusted import inside, refuse_symlinks
 
 SLOW_START_S = 2.0
 
@@ -24,15 +25,22 @@ class ConformanceReport:
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     per_move_ms: int = 1000, bank_ms: int = 10_000,
                     first_move_ms: int = 5000, ruleset: Ruleset | None = None,
-                    sandbox: str = "none") -> ConformanceReport:
+                    sandbox: str = "none", submitting: bool = False) -> ConformanceReport:
     """Build the bot, time its handshake, play ``games`` games against random in both seats
-    (confined by ``sandbox``, "none" or "strict", as a tournament would)."""
+    (confined by ``sandbox``, "none" or "strict", as a tournament would). ``submitting``
+    also refuses a folder holding symbolic links (it is about to be copied)."""
     report = ConformanceReport()
     try:
         manifest = Manifest.load(bot)
     except ArenaError as exc:
         report.problems.append(str(exc))
         return report
+    if submitting:
+        try:
+            refuse_symlinks(manifest.folder)
+        except ArenaError as exc:
+            report.problems.append(str(exc))
+            return report
     report.lines.append(f"manifest: name {manifest.name!r}, protocol {manifest.protocol}, "
                         f"command {' '.join(manifest.command)!r}")
     opponent = Manifest.load(sample_bots_dir() / "random")
@@ -106,12 +114,12 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
         manifest = Manifest.load(bot)
     except ArenaError as exc:
         return Submission(ConformanceReport(problems=[str(exc)]))
-    target = entrants / manifest.name
+    target = inside(entrants, manifest.name)  # the name rule already keeps it a plain name
     taken = (f"an entrant named {manifest.name!r} already exists ({target}): pass --replace to "
              "replace it (the old version is kept)")
     if target.exists() and not replace:
         return Submission(ConformanceReport(problems=[taken]))
-    report = run_conformance(bot, games=games, sandbox=sandbox)
+    report = run_conformance(bot, games=games, sandbox=sandbox, submitting=True)
     if report.problems:
         return Submission(report)
     entrants.mkdir(parents=True, exist_ok=True)
@@ -119,6 +127,11 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
     try:
         shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__"))
+        try:  # the bot may have made links since the check: judge the copy itself
+            refuse_symlinks(staging / "bot", manifest.folder)
+        except ArenaError as exc:
+            report.problems.append(str(exc))
+            return Submission(report)
         previous = None
         if target.exists() or target.is_symlink():
             if not replace:  # appeared while the check ran

@@ -15,6 +15,7 @@ from arena.channel.sandbox import LEVELS as SANDBOX_LEVELS
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES
 from arena.errors import ArenaError
+from arena.untrusted import for_terminal
 
 
 class ArenaGroup(click.Group):
@@ -24,7 +25,7 @@ class ArenaGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ArenaError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(for_terminal(str(exc))) from None
 
 
 @click.group(cls=ArenaGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -128,7 +129,7 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     if chosen is None:
         raise click.ClickException(f"{file} holds {count} record(s); there is no game {game}")
     record, states = chosen
-    players = tuple(record.get("players", ["seat 0", "seat 1"]))[:2]
+    players = tuple(for_terminal(p, newlines=False) for p in record.get("players", ["seat 0", "seat 1"]))[:2]
     click.echo(f"{file}: {count} record(s) valid; game {game}: seed {record.get('seed')}, "
                f"edition {record.get('edition')}, {players[0]} vs {players[1]}")
     if html_out is not None:
@@ -149,7 +150,7 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     result = record["result"]
     click.echo(f"result: {result['reason']}; scores {result['scores'][0]} : "
                f"{result['scores'][1]}; winner {players[result['winner']]}"
-               + (f" ({result['detail']})" if result.get("detail") else ""))
+               + (f" ({for_terminal(result['detail'], newlines=False)})" if result.get("detail") else ""))
 
 
 def _describe_move(entry: dict, players: tuple) -> str:
@@ -232,7 +233,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     _announce_sandbox(sandbox)
     with BotPool(manifests, logs, sandbox=sandbox) as pool:
         for error in pool.build_errors.values():
-            click.echo(f"warning: {error}", err=True)
+            click.echo(f"warning: {for_terminal(error, newlines=False)}", err=True)
         names = pool.labels
         for number in range(games):
             seats = (0, 1) if number % 2 == 0 else (1, 0)
@@ -257,7 +258,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
                     f"({result.termination.value}) in {result.duration_s:.2f} s")
             if result.detail:
                 line += f": {result.detail}"
-            click.echo(line)
+            click.echo(for_terminal(line, newlines=False))
     click.echo(f"summary: {names[0]} {wins[0]} - {wins[1]} {names[1]} over {games} game(s); "
                f"{failures} ended abnormally" + (f"; records appended to {out}" if out else ""))
 
@@ -281,11 +282,11 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
                              per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms,
                              sandbox=sandbox)
     for line in report.lines:
-        click.echo(line)
+        click.echo(for_terminal(line, newlines=False))
     if report.problems:
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
         for problem in report.problems:
-            click.echo(f"  - {problem}", err=True)
+            click.echo(f"  - {for_terminal(problem, newlines=False)}", err=True)
         raise SystemExit(1)
     click.echo("PASS: the bot conforms to the protocol")
 
@@ -352,8 +353,8 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
     display = ProgressDisplay()
     summary = run_tournament(
         config, executor=executor, on_progress=display.update,
-        on_build_error=lambda bot, error: click.echo(f"build failed: {error} (its games are "
-                                                     f"recorded as losses)", err=True))
+        on_build_error=lambda bot, error: click.echo(f"build failed: {for_terminal(error, newlines=False)} "
+                                                     f"(its games are recorded as losses)", err=True))
     display.finish()
     if summary.interrupted:
         click.echo(f"interrupted: {summary.already_stored + summary.played} of {summary.total} games "
@@ -385,6 +386,7 @@ class ProgressDisplay:
                 f" | ETA {'-' if eta is None else f'{eta:.0f} s'}"
                 f" | leader {leader[0] + f' ({leader[1]:.1f})' if leader else '-'}"
                 f" | failures {progress.failures}")
+        text = for_terminal(text, newlines=False)
         now = time.monotonic()
         finished = progress.done == progress.total
         if self.tty:
@@ -406,7 +408,7 @@ def _format_table(table) -> str:  # type: ignore[no-untyped-def]
     for column in ("mu", "sigma", "conservative"):
         shown[column] = shown[column].map(lambda v: f"{v:.2f}")
     shown["win_rate"] = shown["win_rate"].map(lambda v: f"{v:.3f}")
-    return shown.to_string(index=False)
+    return for_terminal(shown.to_string(index=False))
 
 
 @main.command()
@@ -431,7 +433,9 @@ def ratings(results: Path, csv_path: Path | None) -> None:
     click.echo(f"{results}: {total} game(s) stored")
     click.echo(_format_table(table))
     if csv_path is not None:
-        table.to_csv(csv_path, index=False)
+        from arena.untrusted import csv_frame
+
+        csv_frame(table).to_csv(csv_path, index=False)
         click.echo(f"table written to {csv_path}")
 
 
@@ -514,12 +518,12 @@ def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -
     done = submit_bot(bot, entrants, games=games, sandbox=sandbox, replace=replace)
     report = done.report
     for line in report.lines:
-        click.echo(line)
+        click.echo(for_terminal(line, newlines=False))
     if done.installed is None:
         click.echo(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} problem(s):",
                    err=True)
         for problem in report.problems:
-            click.echo(f"  - {problem}", err=True)
+            click.echo(f"  - {for_terminal(problem, newlines=False)}", err=True)
         raise SystemExit(1)
     if done.previous is not None:
         click.echo(f"replaced: the previous version is kept in {done.previous}")

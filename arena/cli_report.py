@@ -21,6 +21,7 @@ def report(results: Path, out: Path | None, sample: int, replicates: int, seed: 
     tables and plots embedded, opens from disk), the plots as PNG, the tables as CSV and
     replay viewers. Works on a finished, unfinished (also while it runs) or empty folder."""
     from arena.report.build import write_report
+    from arena.untrusted import for_terminal
 
     summary = write_report(results, out, sample=sample, replicates=replicates, seed=seed)
     if summary.status == "no tournament":
@@ -34,7 +35,7 @@ def report(results: Path, out: Path | None, sample: int, replicates: int, seed: 
         state = f"{summary.stored} games, complete"
     click.echo(f"{results}: {state}")
     for note in summary.notes:
-        click.echo(f"note: {note}")
+        click.echo(f"note: {for_terminal(note, newlines=False)}")
     click.echo(f"report written to {summary.index}" + (f" ({summary.replays} replay viewers)"
                                                        if summary.replays else ""))
 

@@ -23,6 +23,7 @@ from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.paths import sample_bots_dir
 from arena.protocol.codec import load_schemas
 from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
+from arena.untrusted import file_name, inside
 
 
 def unique_labels(names: list[str]) -> list[str]:
@@ -50,11 +51,11 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
     errors: dict[int, str] = {}
     for index, manifest in enumerate(manifests):
         if manifest.folder not in built:
-            label = _safe_label(labels[index])
+            label = file_name(labels[index])
             try:
                 built[manifest.folder] = build(
-                    manifest, log_dir / f"{label}.build.log", sandbox=sandbox,
-                    into=build_dir / label if build_dir is not None else None)
+                    manifest, inside(log_dir, f"{label}.build.log"), sandbox=sandbox,
+                    into=inside(build_dir, label) if build_dir is not None else None)
             except (ArenaError, OSError) as exc:
                 built[manifest.folder] = str(exc)
         outcome = built[manifest.folder]
@@ -64,12 +65,6 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
         else:
             runnable.append(outcome)
     return runnable, errors
-
-
-def _safe_label(label: str) -> str:
-    """A label as a file name (labels come from bot names)."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)[:64]
-    return safe if safe.strip(".") else "bot"
 
 
 class BotPool:

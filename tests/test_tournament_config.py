@@ -194,7 +194,7 @@ def test_broken_manifest_names_its_file(tmp_path: Path, bots: Path) -> None:
         load_config(None, {"entrants": [bots]})
     assert str(bots / "beta" / "bot.toml") in str(info.value) and "not valid TOML" in str(info.value)
     (bots / "beta" / "bot.toml").write_text('command = "python bot.py"\n')
-    with pytest.raises(ConfigError, match=r"beta/bot.toml: key 'name': expected a non-empty string"):
+    with pytest.raises(ConfigError, match=r"beta/bot.toml: key 'name': expected 1 to 64 characters"):
         load_config(None, {"entrants": [bots]})
 
 

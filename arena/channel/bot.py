@@ -21,6 +21,7 @@ from arena.channel.sandbox import SANDBOX_TMP, Sandbox
 from arena.channel.transport import Channel, StdioChannel, ZmqHub
 from arena.errors import BotStartError
 from arena.protocol.codec import decode, encode
+from arena.untrusted import file_name, inside
 
 log = logging.getLogger("arena.wire")
 
@@ -43,7 +44,7 @@ class BotHandle:
         self._limits = limits or ResourceLimits()
         self.sandbox = sandbox  # None: level none
         self._start_timeout_s = start_timeout_s
-        self.stderr_log = log_dir / f"{_safe(self.name)}.stderr.log"
+        self.stderr_log = inside(log_dir, f"{file_name(self.name)}.stderr.log")
         self.process: BotProcess | None = None
         self.channel: Channel | None = None
         self.hello: dict[str, Any] = {}
@@ -88,7 +89,7 @@ class BotHandle:
             self.close()
         self.kill()
         if self.sandbox is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{_safe(self.name)}-"))
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(self.name)}-"))
             env = {"HOME": str(self._workdir), "TMPDIR": str(self._workdir)}
         else:  # a private tmpfs inside the sandbox
             env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
@@ -194,7 +195,3 @@ class BotHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:64] or "bot"

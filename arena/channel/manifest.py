@@ -1,7 +1,7 @@
 """A bot is a folder with a manifest, ``bot.toml``; this module reads and builds it.
 
 ```toml
-name = "greedy"                 # required
+name = "greedy"                 # required: 1-64 of A-Z a-z 0-9 - _ . (first a letter or digit)
 command = "python bot.py"       # required: run in the bot's folder (a list of words works too)
 protocol = "zmq"                # "zmq" (default) or "stdio"
 build = "cc -O2 -o bot bot.c"   # optional, run by `sh -c` in the folder before the first start
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
+from arena.untrusted import check_name, shown
 
 if TYPE_CHECKING:
     from arena.channel.sandbox import Sandbox
@@ -71,7 +72,7 @@ class Manifest:
         if unknown:
             raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}: expected name, "
                               "command, protocol, build, description")
-        name = _string(data, "name", path)
+        name = check_name(data.get("name"), str(path))
         raw_command = data.get("command")
         if isinstance(raw_command, str) and raw_command.strip():
             command = tuple(shlex.split(raw_command))
@@ -80,13 +81,13 @@ class Manifest:
             command = tuple(raw_command)
         else:
             raise ConfigError(f"{path}: key 'command': expected a command line (a string or a "
-                              f"list of strings), got {raw_command!r}")
+                              f"list of strings), got {shown(raw_command)}")
         protocol = data.get("protocol", "zmq")
         if protocol not in PROTOCOLS:
-            raise ConfigError(f"{path}: key 'protocol': expected \"zmq\" or \"stdio\", got {protocol!r}")
+            raise ConfigError(f"{path}: key 'protocol': expected \"zmq\" or \"stdio\", got {shown(protocol)}")
         build = data.get("build")
         if build is not None and not (isinstance(build, str) and build.strip()):
-            raise ConfigError(f"{path}: key 'build': expected a shell command string, got {build!r}")
+            raise ConfigError(f"{path}: key 'build': expected a shell command string, got {shown(build)}")
         description = data.get("description", "")
         if not isinstance(description, str):
             raise ConfigError(f"{path}: key 'description': expected a string")
@@ -100,13 +101,6 @@ class Manifest:
         elif "/" in words[0] and not Path(words[0]).is_absolute():
             words[0] = str(self.folder / words[0])
         return words
-
-
-def _string(data: dict, key: str, path: Path) -> str:
-    value = data.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{path}: key '{key}': expected a non-empty string, got {value!r}")
-    return value
 
 
 def build(manifest: Manifest, log: Path | None = None, *, sandbox: Sandbox | None = None,

@@ -42,6 +42,7 @@ from arena.errors import (
     ProtocolViolationError,
     SchemaViolationError,
 )
+from arena.untrusted import clean_strings, may_hold_surrogates
 
 PROTOCOL_VERSION = 1
 """The protocol version this code speaks (see protocol/PROTOCOL.md, "Versioning")."""
@@ -103,6 +104,9 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     - :class:`SchemaViolationError` if ``type`` is not one ``sender`` may send or the
       message does not match that type's schema (the message names the type, the JSON
       path and what was expected).
+
+    Lone UTF-16 surrogates in strings (``"\\ud800"``) come back as U+FFFD, so every
+    decoded message encodes again as UTF-8.
     """
     if isinstance(raw, str):
         text = raw[:-2] if raw.endswith("\r\n") else raw[:-1] if raw.endswith("\n") else raw
@@ -140,6 +144,10 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     if type(msg) is not dict:
         raise MalformedMessageError(
             f"not a JSON object but {_json_kind(msg)}: {_quote(text)}")
+    if may_hold_surrogates(text):
+        # "\ud800" is valid JSON but not Unicode text: it could not be encoded again (the
+        # game_over message, a record, the database). Replace it here, at the edge.
+        msg = clean_strings(msg)
     return _check(msg, sender)
 
 

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from arena.referee import DEFAULT_TIME_CONTROL
 from arena.report import plots, stats
 from arena.report.html import Figure, ReportContent, render_report
 from arena.report.replay_html import replay_html
+from arena.untrusted import csv_frame, file_name, inside
 
 GAME_COLUMNS = ("idx", "game_id", "pair", "seed", "seat0", "seat1", "score0", "score1", "winner",
                 "winner_name", "loser", "reason", "detail", "moves", "duration_s", "started_at",
@@ -208,32 +208,34 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
             "rating_progression": (progression, "TrueSkill mu and sigma of each bot after each of its games"),
             "replays": (selection, "the games with a replay viewer"),
         })
-        figures: dict[str, tuple[Any, str]] = {
-            "elo": (plots.elo_plot(bt.table, colors) if len(bt.table) else None, "Bradley-Terry ratings"),
-            "head_to_head": (plots.head_to_head_plot(stats.win_matrix(h2h, order, "wins"),
-                                                     stats.win_matrix(h2h, order, "games"))
-                             if len(order) > 1 else None, "head-to-head win matrix"),
-            "margins": (plots.margins_plot(margins, colors) if len(margins) else None,
-                        "score margins per pairing"),
-            "seat": (plots.seat_plot(seat) if int(seat.iloc[0]["games"]) else None, "seat advantage"),
-            "endings": (plots.endings_plot(endings), "how games ended per bot"),
-            "think_time": (plots.think_time_plot(moves, order, colors, tc["per_move_ms"])
-                           if moves["time_ms"].notna().any() else None, "think time per move"),
-            "bank": (plots.bank_plot(bank_games, order, colors, tc["bank_ms"])
-                     if len(bank_games) and (bank_games["bank_ms"] > 0).any() else None, "time-bank use"),
-            "scores": (plots.scores_plot(stats.per_bot_games(games), order, colors)
-                       if (games["reason"] == "normal").any() else None, "final scores per bot"),
-            "lengths": (plots.lengths_plot(lengths), "game length and duration"),
-            "progression": (plots.progression_plot(progression, order, colors), "rating progression"),
-        }
-        for key, (fig, alt) in figures.items():
-            if fig is None:
-                continue
-            buffer = io.BytesIO()
-            fig.savefig(buffer, format="png")
-            png = buffer.getvalue()
-            (out / "plots" / f"{key}.png").write_bytes(png)
-            content.figures[key] = Figure(png, f"plots/{key}.png", alt)
+        # Bot names are plot labels: never let matplotlib parse "$...$" in them as mathtext.
+        with plots.plain_text():
+            figures: dict[str, tuple[Any, str]] = {
+                "elo": (plots.elo_plot(bt.table, colors) if len(bt.table) else None, "Bradley-Terry ratings"),
+                "head_to_head": (plots.head_to_head_plot(stats.win_matrix(h2h, order, "wins"),
+                                                         stats.win_matrix(h2h, order, "games"))
+                                 if len(order) > 1 else None, "head-to-head win matrix"),
+                "margins": (plots.margins_plot(margins, colors) if len(margins) else None,
+                            "score margins per pairing"),
+                "seat": (plots.seat_plot(seat) if int(seat.iloc[0]["games"]) else None, "seat advantage"),
+                "endings": (plots.endings_plot(endings), "how games ended per bot"),
+                "think_time": (plots.think_time_plot(moves, order, colors, tc["per_move_ms"])
+                               if moves["time_ms"].notna().any() else None, "think time per move"),
+                "bank": (plots.bank_plot(bank_games, order, colors, tc["bank_ms"])
+                         if len(bank_games) and (bank_games["bank_ms"] > 0).any() else None, "time-bank use"),
+                "scores": (plots.scores_plot(stats.per_bot_games(games), order, colors)
+                           if (games["reason"] == "normal").any() else None, "final scores per bot"),
+                "lengths": (plots.lengths_plot(lengths), "game length and duration"),
+                "progression": (plots.progression_plot(progression, order, colors), "rating progression"),
+            }
+            for key, (fig, alt) in figures.items():
+                if fig is None:
+                    continue
+                buffer = io.BytesIO()
+                fig.savefig(buffer, format="png")
+                png = buffer.getvalue()
+                (out / "plots" / f"{key}.png").write_bytes(png)
+                content.figures[key] = Figure(png, f"plots/{key}.png", alt)
         for row in selection.itertuples(index=False):
             record = data.records.get(row.game_id)
             if record is None:
@@ -243,8 +245,8 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
             except RecordError as exc:
                 content.notes.append(f"no replay for game {row.game_id}: {exc}")
                 continue
-            name = f"replays/{_file_name(str(row.game_id))}.html"
-            (out / name).write_text(page, encoding="utf-8")
+            name = f"replays/{file_name(str(row.game_id), limit=120, fallback='game')}.html"
+            inside(out, *name.split("/")).write_text(page, encoding="utf-8")
             content.replay_links[str(row.game_id)] = name
     elif data.config is not None:
         entrants = pd.DataFrame(data.config.get("entrants", []))
@@ -253,15 +255,11 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
 
     for key, (frame, what) in tables.items():
         path = f"csv/{key}.csv"
-        frame.to_csv(out / path, index=False)
+        csv_frame(frame).to_csv(out / path, index=False)  # no cell a spreadsheet would run
         content.csv_files.append((path, what))
     index = out / "index.html"
     index.write_text(render_report(content), encoding="utf-8")
     return ReportSummary(out, index, status, stored, data.scheduled, len(content.replay_links), content.notes)
-
-
-def _file_name(game_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", game_id)[:120] or "game"
 
 
 __all__ = ["Results", "ReportSummary", "load_results", "write_report"]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
@@ -43,6 +45,13 @@ def bot_colors(names: Sequence[str]) -> dict[str, str]:
     else:
         colors = [to_hex(colormaps["hsv"](i / count)) for i in range(count)]
     return dict(zip(names, colors, strict=True))
+
+
+def plain_text() -> AbstractContextManager[object]:
+    """Draw text as given: no mathtext, so a label holding ``$`` (a bot's name, say) is
+    shown as it is instead of being parsed (a parse error would stop the whole report).
+    Create and save the figures inside it (tick labels are made when drawn)."""
+    return matplotlib.rc_context({"text.parse_math": False})
 
 
 def _figure(width: float, height: float) -> Figure:

@@ -41,6 +41,7 @@ from arena.engine import EDITIONS
 from arena.engine.components import GAMES, load_components, ruleset_for
 from arena.errors import ConfigError
 from arena.paths import sample_bots_dir
+from arena.untrusted import check_name
 
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
@@ -387,9 +388,7 @@ def _read_manifest(folder: Path) -> Entrant:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    name = data.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"{path}: key 'name': expected a non-empty string, got {_show(name)}")
+    name = check_name(data.get("name"), str(path))
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"{path}: key 'description': expected a string, got {_show(description)}")

@@ -33,18 +33,26 @@ from arena.match import BotPool, build_all
 from arena.tournament.config import Entrant, TournamentConfig
 from arena.tournament.runner import Finished, play_spec
 from arena.tournament.schedule import GameSpec
+from arena.untrusted import check_name, file_name, inside, refuse_symlinks
 
 CACHE_ENV = "ARENA_DASK_CACHE"
 
 
 def pack_bot(folder: Path) -> bytes:
-    """A deterministic tar of a bot folder: same files and modes give the same bytes."""
+    """A deterministic tar of a bot folder: same files and modes give the same bytes.
+
+    Raises ConfigError if the folder holds a symbolic link (it would pack the file it
+    points at, or unpack as a link to anywhere on the worker).
+    """
+    refuse_symlinks(folder)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for path in sorted(folder.rglob("*")):
             relative = path.relative_to(folder)
-            if "__pycache__" in relative.parts or path.is_symlink():
+            if "__pycache__" in relative.parts:
                 continue
+            if path.is_symlink():  # made since the check above
+                refuse_symlinks(folder)
             info = archive.gettarinfo(str(path), arcname=str(relative))
             info.mtime = 0
             info.uid = info.gid = 0
@@ -123,7 +131,7 @@ def _cache_lock() -> Iterator[None]:
 
 def _unpack(name: str, digest: str, data: bytes) -> Path:
     """Unpack a bundle into the cache once (by hash); returns the bot folder. Call locked."""
-    target = _cache_dir() / digest / name
+    target = inside(_cache_dir(), file_name(digest), check_name(name, "bot bundle"))
     if not target.exists():
         staging = Path(tempfile.mkdtemp(prefix="unpack-", dir=_cache_dir()))
         with tarfile.open(fileobj=io.BytesIO(data)) as archive:

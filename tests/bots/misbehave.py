@@ -4,7 +4,9 @@ Usage: python misbehave.py KIND [stdio] [ARG ...]. It plays like the random bot 
 legal move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it
 speak JSON lines on stdin/stdout instead of ZeroMQ; the ``recorder`` kind plays normally
 and appends every message it receives to LOG (the last argument); ``cpu_per_game S``
-plays normally but burns S seconds of CPU when each game begins.
+plays normally but burns S seconds of CPU when each game begins; ``hostile_error`` gives
+up with an ``error`` message full of control sequences and a lone surrogate, and
+``hostile_info`` plays normally with such an ``info`` string on every move.
 
 The sandbox kinds (``ATTEMPTS``) try to break out right after their hello, report each
 attempt on stderr as ``<kind>: DONE ...`` or ``<kind>: blocked (<error>)`` (the tests
@@ -27,6 +29,10 @@ from arena.engine import GameState
 KIND = sys.argv[1]
 STDIO = "stdio" in sys.argv[2:]
 ARGS = [arg for arg in sys.argv[2:] if arg != "stdio"]
+# A lone surrogate (valid JSON, not Unicode), a window-title OSC, an OSC 52 clipboard
+# write, a clear-screen CSI, a C1 CSI, a bidi override and mathtext (hostile_error, hostile_info).
+HOSTILE_TEXT = ("lone \ud800 surrogate \x1b]0;pwned title\x07 \x1b]52;c;cm0gLXJmIH4=\x07 "
+                "\x1b[2J\x1b[31mred \x9b1m \u202eevil\u202c $\\frac{$ \r\noverwrite")
 TRIGGER_MOVE = 3  # misbehave on this move of the game (1-based), so the game is under way
 MIB = 2**20
 SAFETY_CAP = 8192 * MIB  # no attempt goes further, whatever the limits (runs without a sandbox)
@@ -322,6 +328,8 @@ def main() -> None:
         elif KIND == "flood":
             for _ in range(5000):
                 link.send(move_reply(seq - 1, state))
+        elif KIND == "hostile_error":  # give up with a message no terminal or encoder should trust
+            link.send({"type": "error", "message": HOSTILE_TEXT})
         elif KIND == "late_reply":
             # Answer every request twice: the stale copy of the previous answer arrives
             # during the next request and must be dropped, not taken as the answer.
@@ -329,6 +337,8 @@ def main() -> None:
             link.send(move_reply(seq, state))
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
+        elif KIND == "hostile_info":  # legal moves, each with an info string full of traps
+            link.send({**move_reply(seq, state), "info": "=HYPERLINK(1) " + HOSTILE_TEXT})
         else:
             raise SystemExit(f"unknown kind {KIND}")
 

@@ -1,0 +1,203 @@
+"""Bot-controlled text, names and paths (arena/untrusted.py), end to end through the CLI:
+hostile error messages and info strings, hostile manifest names, symlinked bot folders,
+and a report of a tournament whose names would break a spreadsheet and a plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from arena.match import sample_bots_dir
+from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name
+from tests.helpers import arena, misbehaving_bot, write_bot
+
+RANDOM = str(sample_bots_dir() / "random")
+ESC = "\x1b"
+
+
+def unsafe_for_terminal(text: str) -> list[str]:
+    """The characters of ``text`` a terminal could act on (all but newline and tab)."""
+    return sorted({ch for ch in text if not ch.isprintable() and ch not in "\n\t"})
+
+
+def test_play_survives_a_lone_surrogate_and_escape_sequences(tmp_path: Path) -> None:
+    bot = misbehaving_bot(tmp_path / "bot", "hostile_error", stdio=True)
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(bot.folder), RANDOM, "--games", "2", "--out", str(out),
+                 "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert unsafe_for_terminal(proc.stdout + proc.stderr) == []
+    assert "bad-hostile_error gave up: lone \ufffd surrogate \\x1b]0;pwned title\\x07" in proc.stdout
+    assert proc.stdout.count("random wins (crash)") == 2
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["result"]["reason"] for r in records] == ["crash", "crash"]
+    assert "\ufffd" in records[0]["result"]["detail"] and ESC in records[0]["result"]["detail"]
+
+
+def test_tournament_stores_hostile_text_and_every_command_shows_it_safely(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    misbehaving_bot(bots / "quitter", "hostile_error", stdio=True, name="quitter")
+    misbehaving_bot(bots / "chatty", "hostile_info", name="chatty")
+    out = tmp_path / "results"
+    proc = arena("run-tournament", "--bots", str(bots), "--bots", RANDOM, "--games", "2",
+                 "--concurrency", "1", "--sandbox", "none", "--out", str(out), "--name", "hostile")
+    assert proc.returncode == 0, proc.stderr
+    assert "done: 6 games played now" in proc.stdout
+    assert unsafe_for_terminal(proc.stdout + proc.stderr) == []
+    with sqlite3.connect(out / "tournament.db") as db:
+        details = [row[0] for row in db.execute("SELECT detail FROM games WHERE reason = 'crash'")]
+    assert len(details) == 4 and all("\ufffd" in d and ESC in d for d in details)
+
+    ratings = arena("ratings", str(out), "--csv", str(tmp_path / "table.csv"))
+    assert ratings.returncode == 0, ratings.stderr
+    assert unsafe_for_terminal(ratings.stdout + ratings.stderr) == []
+    assert "quitter" in ratings.stdout
+
+    report = arena("report", str(out), "--bootstrap", "20")
+    assert report.returncode == 0, report.stderr
+    assert unsafe_for_terminal(report.stdout + report.stderr) == []
+    assert (out / "report" / "plots" / "elo.png").stat().st_size > 1000
+    with (out / "report" / "csv" / "abnormal_games.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 4 and all("\ufffd" in row["detail"] for row in rows)
+
+
+def test_report_neutralises_csv_formulas_and_draws_mathtext_names(tmp_path: Path) -> None:
+    """Names that the rule now refuses, in a database written before it (or by hand)."""
+    out = tmp_path / "results"
+    proc = arena("run-tournament", "--bots", RANDOM, "--bots", str(sample_bots_dir() / "greedy"),
+                 "--games", "2", "--concurrency", "1", "--sandbox", "none", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    renames = {"random": "=HYPERLINK(\"x\")", "greedy": "$\\frac{$ @me"}
+    with sqlite3.connect(out / "tournament.db") as db:
+        for old, new in renames.items():
+            db.execute("UPDATE entrants SET name = ? WHERE name = ?", (new, old))
+            for column in ("seat0", "seat1", "winner_name"):
+                db.execute(f"UPDATE games SET {column} = ? WHERE {column} = ?", (new, old))
+        (value,) = db.execute("SELECT value FROM tournament WHERE key = 'config'").fetchone()
+        config = json.loads(value)
+        for entrant in config["entrants"]:
+            entrant["name"] = renames[entrant["name"]]
+        db.execute("UPDATE tournament SET value = ? WHERE key = 'config'", (json.dumps(config),))
+    report = arena("report", str(out), "--bootstrap", "20")
+    assert report.returncode == 0, report.stderr
+    assert (out / "report" / "plots" / "elo.png").is_file()
+    assert (out / "report" / "plots" / "head_to_head.png").is_file()
+    standings = (out / "report" / "csv" / "standings.csv").read_text(encoding="utf-8")
+    assert "'=HYPERLINK" in standings and "'$\\frac" not in standings
+    for path in (out / "report" / "csv").glob("*.csv"):
+        with path.open(encoding="utf-8", newline="") as handle:
+            for row in csv.reader(handle):
+                for cell in row:
+                    assert not (cell[:1] in ("=", "+", "@") or cell.startswith("-") and not
+                                _is_number(cell)), (path.name, cell)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+HOSTILE_NAMES = ["my bot", "/../../tmp/x", "../x", ".", "..", ".hidden", "-rf", "$x$", "=cmd",
+                 "\\u001b]0;title\\u0007", "a\\u202eb", "é", "x" * 65, ""]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_manifest_names_are_refused_at_load(tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    (folder / "bot.toml").write_text(f'name = "{name}"\ncommand = "python bot.py"\n', encoding="utf-8")
+    for args in (("check-bot", str(folder)), ("play", str(folder), RANDOM)):
+        proc = arena(*args, "--logs", str(tmp_path / "logs"))
+        assert proc.returncode != 0
+        assert "Traceback" not in proc.stderr
+        lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        problem = [line for line in lines if "bot.toml" in line]
+        assert len(problem) == 1, lines
+        assert "key 'name': expected 1 to 64 characters" in problem[0], problem
+        assert unsafe_for_terminal(proc.stdout + proc.stderr) == []
+
+
+def test_submit_refuses_an_escaping_name_and_writes_nothing_outside(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious\n")
+    folder = tmp_path / "bot"
+    bot = misbehaving_bot(folder, "hostile_info")
+    (folder / "bot.toml").write_text((folder / "bot.toml").read_text().replace(
+        f'name = "{bot.name}"', f'name = "/../../../..{victim}"'))
+    entrants = tmp_path / "entrants"
+    proc = arena("submit", str(folder), "--entrants", str(entrants), "--games", "2")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "REFUSED" in proc.stderr and "key 'name'" in proc.stderr
+    assert (victim / "keep.txt").read_text() == "precious\n" and os.listdir(victim) == ["keep.txt"]
+    assert not entrants.exists() or os.listdir(entrants) == []
+
+
+def test_submit_refuses_a_folder_with_a_symlink(tmp_path: Path) -> None:
+    folder = tmp_path / "bot"
+    misbehaving_bot(folder, "hostile_info", name="linky")
+    (folder / "data").mkdir()
+    (folder / "data" / "secrets").symlink_to("/etc/shadow")
+    entrants = tmp_path / "entrants"
+    proc = arena("submit", str(folder), "--entrants", str(entrants), "--games", "2")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "must not hold symbolic links" in proc.stderr and "data/secrets" in proc.stderr
+    assert not (entrants / "linky").exists()
+    (folder / "data" / "secrets").unlink()  # the same folder without the link goes in
+    proc = arena("submit", str(folder), "--entrants", str(entrants), "--games", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert (entrants / "linky" / "bot.toml").is_file()
+
+
+def test_dask_packing_refuses_a_symlinked_bot_folder(tmp_path: Path) -> None:
+    from arena.errors import ConfigError
+    from arena.tournament.distributed import pack_bot
+
+    folder = tmp_path / "bot"
+    write_bot(folder, "packed", ["python", "bot.py"])
+    (folder / "bot.py").write_text("")
+    assert pack_bot(folder)
+    (folder / "link").symlink_to("/etc")
+    with pytest.raises(ConfigError, match="must not hold symbolic links; found 'link'|found 'link'"):
+        pack_bot(folder)
+
+
+# ------------------------------------------------------------------ the functions themselves
+def test_names_follow_the_rule() -> None:
+    assert all(is_valid_name(n) for n in ("greedy", "mcts-2", "a.b_c", "X", "9lives", "x" * 64))
+    assert not any(is_valid_name(n.encode().decode("unicode_escape")) for n in HOSTILE_NAMES)
+    assert not is_valid_name("x\n") and not is_valid_name(None) and not is_valid_name(7)
+
+
+def test_for_terminal_escapes_everything_a_terminal_acts_on() -> None:
+    text = "a\x1b]0;t\x07b\x9b31m\u202ec\ud800\r\x7f\u2028d\n\te"
+    assert for_terminal(text) == "a\\x1b]0;t\\x07b\\x9b31m\\u202ec\\ud800\\x0d\\x7f\\u2028d\n\te"
+    assert for_terminal("x\ny\tz", newlines=False) == "x\\x0ay\\x09z"
+    assert for_terminal("plain ü 名前 ✓") == "plain ü 名前 ✓"
+
+
+def test_csv_cells_that_start_a_formula_are_neutralised() -> None:
+    assert [csv_cell(v) for v in ("=1+1", "+cmd", "-cmd", "@x", "\tx", "\rx", "ok", "-3", "+1.5e3", -2)] == \
+        ["'=1+1", "'+cmd", "'-cmd", "'@x", "'\tx", "'\rx", "ok", "-3", "+1.5e3", -2]
+
+
+def test_inside_refuses_paths_that_leave_the_folder(tmp_path: Path) -> None:
+    from arena.errors import ConfigError
+
+    assert inside(tmp_path, "a.log") == tmp_path / "a.log"
+    for bad in ("..", ".", "", "a/b", "/etc", "x\0"):
+        with pytest.raises(ConfigError):
+            inside(tmp_path, bad)
+    (tmp_path / "out").symlink_to("/tmp")
+    with pytest.raises(ConfigError, match="leads outside"):
+        inside(tmp_path, "out")
