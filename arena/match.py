@@ -1,7 +1,7 @@
 """Running games between bot folders: build, start once, reuse across games, clean up.
 
 :class:`BotPool` is what `arena play`, `arena check-bot` and every tournament worker
-use: it owns one ZeroMQ hub and one :class:`BotHandle` per entrant, and plays games
+use: it owns one :class:`BotHandle` per entrant, and plays games
 through the referee.
 """
 
@@ -15,7 +15,6 @@ from arena.channel.bot import BotHandle
 from arena.channel.manifest import Manifest, build
 from arena.channel.process import ResourceLimits
 from arena.channel.sandbox import LEVELS, Sandbox, UidClaim, check_strict_available
-from arena.channel.transport import ZmqHub
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.paths import sample_bots_dir
@@ -74,9 +73,8 @@ class BotPool:
                 check_strict_available()
         self.sandbox = Sandbox() if sandbox == "strict" else sandbox if isinstance(sandbox, Sandbox) else None
         self._uids = [UidClaim() for _ in manifests] if self.sandbox is not None else []
-        self.hub = ZmqHub()
         self.labels = labels or unique_labels([m.name for m in manifests])
-        self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label,
+        self.handles = [BotHandle(m, log_dir=log_dir, limits=limits, label=label,
                                   sandbox=self._bot_sandbox(i))
                         for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
         self.build_errors = build_all(manifests, log_dir, self.labels) if do_build else {}
@@ -107,7 +105,6 @@ class BotPool:
     def close(self) -> None:
         for handle in self.handles:
             handle.close()
-        self.hub.close()
         for claim in self._uids:
             claim.release()
 
