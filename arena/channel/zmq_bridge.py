@@ -292,11 +292,14 @@ def _exit_like(status: int) -> None:
         os._exit(status)
     sig = -status
     try:
-        signal.signal(sig, signal.SIG_DFL)
+        signal.signal(sig, signal.SIG_DFL)  # not for SIGKILL and SIGSTOP: they have no handler
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    except (OSError, ValueError):
+        pass
+    try:
         os.kill(os.getpid(), sig)
         time.sleep(1)
-    except (OSError, ValueError):
+    except OSError:
         pass
     os._exit(128 + sig)
 
