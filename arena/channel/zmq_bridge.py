@@ -245,17 +245,38 @@ class Bridge:
 
     def run(self) -> int:
         """Forward until the child exits (its status) or stdin closes (0)."""
+        zmq = self.zmq
+        poller = zmq.Poller()
+        watched: dict[object, int] = {}
+
+        def watch(item: object, flags: int) -> None:  # (re)register only on a change
+            if watched.get(item, 0) == flags:
+                return
+            if flags:
+                poller.register(item, flags)  # registering again modifies
+                watched[item] = flags
+            else:
+                poller.unregister(item)
+                del watched[item]
+
         while True:
-            readers: list[object] = [0] if self.stdin_open else []
+            watch(0, zmq.POLLIN if self.stdin_open else 0)
+            watch(1, zmq.POLLOUT if self.out else 0)
             if self.router is not None:
-                assert self.monitor is not None
-                readers.append(self.monitor)
-                if len(self.out) < self.max_bytes + _OUT_LIMIT_EXTRA:
-                    readers.append(self.router)
-            self.zmq.select(readers, [1] if self.out else [], [], _TICK_MS / 1000)
-            self.read_monitor()
-            self.read_socket()
-            self.read_stdin()
+                room = len(self.out) < self.max_bytes + _OUT_LIMIT_EXTRA
+                watch(self.monitor, zmq.POLLIN)
+                watch(self.router, zmq.POLLIN if room else 0)
+            else:
+                for item in [i for i in watched if not isinstance(i, int)]:
+                    poller.unregister(item)
+                    del watched[item]
+            ready = dict(poller.poll(_TICK_MS))
+            if self.monitor is not None and self.monitor in ready:
+                self.read_monitor()
+            if self.router is not None and self.router in ready:
+                self.read_socket()
+            if 0 in ready:
+                self.read_stdin()
             self.send_to_bot()
             self.check_connections(time.monotonic())
             self.flush()
