@@ -8,6 +8,7 @@ through the referee.
 from __future__ import annotations
 
 import dataclasses
+import resource
 import time
 from pathlib import Path
 
@@ -49,6 +50,19 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str]) -> di
     return errors
 
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (cheap insurance for a
+    referee; bots get their own limit, :class:`ResourceLimits`). Returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError):
+            pass
+    return soft
+
+
 class BotPool:
     """Entrants by index: each gets its own process, started on first use and reused.
 
@@ -65,6 +79,7 @@ class BotPool:
                  broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none") -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
+        raise_open_files_limit()
         load_schemas()  # read the schema files now, never on a bot's clock
         if isinstance(sandbox, str):
             if sandbox not in LEVELS:

@@ -190,7 +190,9 @@ class StdioChannel:
                     raise ProtocolViolationError(
                         f"bot {self.name}: does not read its input ({len(data)} bytes unsent "
                         f"after {self.send_timeout_s:g} s)")
-                select.select([], [self._in_fd], [], deadline - now)
+                writable = select.poll()  # not select(): descriptors may be above 1024
+                writable.register(self._in_fd, select.POLLOUT)
+                writable.poll(_ms(deadline - now))
 
     def recv(self, timeout_s: float) -> str | None:
         """The next line, or None after ``timeout_s`` seconds (see the module docs)."""
