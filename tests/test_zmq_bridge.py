@@ -76,7 +76,8 @@ def test_connection_flood_loses_and_costs_the_referee_nothing(tmp_path: Path) ->
 def test_identity_flood_loses_and_costs_the_referee_nothing(tmp_path: Path) -> None:
     result, seen, _ = play(tmp_path, "identity_flood")
     assert result.termination is Termination.PROTOCOL, result.detail
-    assert result.loser == 0 and "ZMQ_IDENTITY" in result.detail and "intruder-" in result.detail
+    assert result.loser == 0  # its 32 connections are seen before their first message, mostly
+    assert "more than one connection" in result.detail or "intruder-" in result.detail
     assert seen["fds_peak"] <= seen["fds_before"] + 20
     assert seen["rss_peak_kib"] <= seen["rss_before_kib"] + 100 * 1024
 

@@ -178,6 +178,9 @@ class Bridge:
             event, value = struct.unpack("=Hi", header[:6])
             if event == zmq.EVENT_ACCEPTED:
                 self.live.add(value)
+                if len(self.live) >= 2 and self.handshakes:
+                    self.check_connections(time.monotonic())  # at once: a flood is under way
+                    self.flush()
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.handshakes += 1
             elif event == zmq.EVENT_DISCONNECTED:
@@ -193,7 +196,7 @@ class Bridge:
         if len(self.live) >= 2:
             if self.two_since is None:
                 self.two_since = now
-            elif now - self.two_since >= _SECOND_GRACE_S:
+            elif now - self.two_since >= _SECOND_GRACE_S or len(self.live) > 2:
                 self.fatal(SECOND_CONNECTION)
                 return
         else:
