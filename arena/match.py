@@ -1,13 +1,14 @@
 """Running games between bot folders: build, start once, reuse across games, clean up.
 
 :class:`BotPool` is what `arena play`, `arena check-bot` and every tournament worker
-use: it owns one ZeroMQ hub and one :class:`BotHandle` per entrant, and plays games
+use: it owns one :class:`BotHandle` per entrant, and plays games
 through the referee.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import resource
 import shutil
 import tempfile
 import time
@@ -17,7 +18,6 @@ from arena.channel.bot import BotHandle
 from arena.channel.manifest import Manifest, build
 from arena.channel.process import ResourceLimits
 from arena.channel.sandbox import LEVELS, Sandbox, UidClaim, check_strict_available
-from arena.channel.transport import ZmqHub
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.paths import sample_bots_dir
@@ -67,6 +67,19 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
     return runnable, errors
 
 
+def raise_open_files_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (cheap insurance for a
+    referee; bots get their own limit, :class:`ResourceLimits`). Returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError):
+            pass
+    return soft
+
+
 class BotPool:
     """Entrants by index: each gets its own process, started on first use and reused.
 
@@ -86,6 +99,7 @@ class BotPool:
                  build_dir: Path | None = None) -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
+        raise_open_files_limit()
         load_schemas()  # read the schema files now, never on a bot's clock
         if isinstance(sandbox, str):
             if sandbox not in LEVELS:
@@ -94,9 +108,8 @@ class BotPool:
                 check_strict_available()
         self.sandbox = Sandbox() if sandbox == "strict" else sandbox if isinstance(sandbox, Sandbox) else None
         self._uids = [UidClaim() for _ in manifests] if self.sandbox is not None else []
-        self.hub = ZmqHub()
         self.labels = labels or unique_labels([m.name for m in manifests])
-        self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label,
+        self.handles = [BotHandle(m, log_dir=log_dir, limits=limits, label=label,
                                   sandbox=self._bot_sandbox(i))
                         for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
         self.build_errors: dict[int, str] = {}
@@ -135,7 +148,6 @@ class BotPool:
     def close(self) -> None:
         for handle in self.handles:
             handle.close()
-        self.hub.close()
         for claim in self._uids:
             claim.release()
         if self._build_dir is not None:

@@ -18,7 +18,7 @@ from arena import __version__
 from arena.channel.manifest import Manifest
 from arena.channel.process import BotProcess, ResourceLimits
 from arena.channel.sandbox import SANDBOX_TMP, Sandbox
-from arena.channel.transport import Channel, StdioChannel, ZmqHub
+from arena.channel.transport import BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError
 from arena.protocol.codec import decode, encode
 from arena.untrusted import file_name, inside
@@ -33,14 +33,17 @@ RECYCLE_CPU_SHARE = 0.5
 
 
 class BotHandle:
-    """One bot process speaking the protocol over ZeroMQ or stdio."""
+    """One bot process speaking the protocol over ZeroMQ or stdio.
 
-    def __init__(self, manifest: Manifest, *, hub: ZmqHub | None, log_dir: Path,
+    A ZeroMQ bot runs under its bridge (:mod:`arena.channel.zmq_bridge`), which owns the
+    bot's socket inside its sandbox; the referee speaks to every bot over pipes.
+    """
+
+    def __init__(self, manifest: Manifest, *, log_dir: Path,
                  limits: ResourceLimits | None = None, start_timeout_s: float = START_TIMEOUT_S,
                  label: str | None = None, sandbox: Sandbox | None = None) -> None:
         self.manifest = manifest
         self.name = label or manifest.name
-        self._hub = hub
         self._limits = limits or ResourceLimits()
         self.sandbox = sandbox  # None: level none
         self._start_timeout_s = start_timeout_s
@@ -94,35 +97,20 @@ class BotHandle:
         else:  # a private tmpfs inside the sandbox
             env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
         stdio = self.manifest.protocol == "stdio"
-        token = None
-        sockets: list[Path] = []
-        if not stdio:
-            if self._hub is None:
-                raise BotStartError(f"bot {self.name}: a zmq bot needs a ZeroMQ hub")
-            token = self._hub.new_token()
-            env.update(self._hub.env(token))
-            if self.sandbox is not None:
-                endpoint = env["ARENA_ENDPOINT"]
-                if not endpoint.startswith("ipc://"):
-                    raise BotStartError(f"bot {self.name}: a sandboxed bot has no network; its "
-                                        f"ZeroMQ endpoint must be an ipc socket, not {endpoint}")
-                sockets.append(Path(endpoint[len("ipc://"):]))
+        argv = self.manifest.argv() if stdio else bridge_argv(self.manifest.argv())
         self.stderr_log.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.process = BotProcess.start(
-                self.manifest.argv(), cwd=self.manifest.folder, env=env, limits=self._limits,
-                stderr_log=self.stderr_log, pipes=stdio, sandbox=self.sandbox, sockets=sockets)
+                argv, cwd=self.manifest.folder, env=env, limits=self._limits,
+                stderr_log=self.stderr_log, pipes=True, sandbox=self.sandbox)
         except BotStartError as exc:
             raise BotStartError(f"bot {self.name}: {exc}") from None
         self.starts += 1
         self.markers.append(self.process.marker)
         if self.process.cgroup is not None:
             self.cgroups.extend(sorted(set(self.process.cgroup.folders.values())))
-        if stdio:
-            self.channel = StdioChannel(self.process, name=self.name)
-        else:
-            assert self._hub is not None and token is not None
-            self.channel = self._hub.channel(token, self.process, name=self.name)
+        channel = StdioChannel if stdio else BridgeChannel
+        self.channel = channel(self.process, name=self.name)
         hello = self.receive(self._start_timeout_s)
         if hello is None:
             raise BotStartError(f"bot {self.name}: no hello within {self._start_timeout_s:g} s of start")

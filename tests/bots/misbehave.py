@@ -2,7 +2,9 @@
 
 Usage: python misbehave.py KIND [stdio] [ARG ...]. It plays like the random bot (first
 legal move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it
-speak JSON lines on stdin/stdout instead of ZeroMQ; the ``recorder`` kind plays normally
+speak JSON lines on stdin/stdout instead of ZeroMQ (the ZeroMQ-only kinds ``no_identity``,
+``multipart``, ``close_and_exit_slowly``, ``connection_flood`` and ``identity_flood`` abuse
+the socket); the ``recorder`` kind plays normally
 and appends every message it receives to LOG (the last argument); ``cpu_per_game S``
 plays normally but burns S seconds of CPU when each game begins; ``hostile_error`` gives
 up with an ``error`` message full of control sequences and a lone surrogate, and
@@ -221,7 +223,8 @@ class Link:
         import zmq
 
         self.sock = zmq.Context.instance().socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.IDENTITY, os.environ["ARENA_TOKEN"].encode())
+        if KIND != "no_identity":  # that one forgets it: its hello must get the hint
+            self.sock.setsockopt(zmq.IDENTITY, os.environ["ARENA_TOKEN"].encode())
         self.sock.setsockopt(zmq.LINGER, 2000)
         self.sock.connect(os.environ["ARENA_ENDPOINT"])
 
@@ -246,6 +249,48 @@ class Link:
             with open(sys.argv[-1], "a") as log:
                 log.write(raw.rstrip("\n") + "\n")
         return json.loads(raw)
+
+
+def connection_flood(processes: int = 16) -> None:
+    """Thousands of connections to the bot's own endpoint, from many processes (each up to
+    its descriptor limit), held open; then hang."""
+    path = os.environ["ARENA_ENDPOINT"][len("ipc://"):]
+    for _ in range(processes):
+        if os.fork() == 0:
+            held = []
+            while True:
+                try:
+                    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    conn.connect(path)
+                    held.append(conn)
+                except OSError:
+                    break
+            report(f"connection_flood: pid {os.getpid()} holds {len(held)} connections")
+            time.sleep(300)
+            os._exit(0)
+    time.sleep(300)
+
+
+def identity_flood(connections: int = 32) -> None:
+    """DEALERs under identities that are not the token, streaming 1 MiB frames; then hang."""
+    import zmq
+
+    ctx = zmq.Context.instance()
+    socks = []
+    for i in range(connections):
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.IDENTITY, f"intruder-{i}".encode())
+        sock.setsockopt(zmq.SNDHWM, 1000)
+        sock.connect(os.environ["ARENA_ENDPOINT"])
+        socks.append(sock)
+    frame = b"x" * (MIB - 100)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        for sock in socks:
+            try:
+                sock.send(frame, zmq.NOBLOCK)
+            except zmq.Again:
+                time.sleep(0.001)
 
 
 def move_reply(seq: int, state: GameState) -> dict:
@@ -330,6 +375,16 @@ def main() -> None:
                 link.send(move_reply(seq - 1, state))
         elif KIND == "hostile_error":  # give up with a message no terminal or encoder should trust
             link.send({"type": "error", "message": HOSTILE_TEXT})
+        elif KIND == "multipart":
+            link.sock.send_multipart([json.dumps(move_reply(seq, state)).encode(), b"more"])
+        elif KIND == "close_and_exit_slowly":  # like a bot whose interpreter takes long to exit
+            link.sock.close(linger=0)
+            time.sleep(1.0)
+            os._exit(5)
+        elif KIND == "connection_flood":
+            connection_flood()
+        elif KIND == "identity_flood":
+            identity_flood()
         elif KIND == "late_reply":
             # Answer every request twice: the stale copy of the previous answer arrives
             # during the next request and must be dropped, not taken as the answer.
