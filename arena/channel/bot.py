@@ -7,6 +7,7 @@ and the next :meth:`BotHandle.ensure_started` starts a fresh process.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import tempfile
@@ -18,7 +19,7 @@ from arena import __version__
 from arena.channel.manifest import Manifest
 from arena.channel.process import BotProcess, ResourceLimits
 from arena.channel.sandbox import SANDBOX_TMP, Sandbox
-from arena.channel.transport import BridgeChannel, Channel, StdioChannel, bridge_argv
+from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError
 from arena.protocol.codec import decode, encode
 from arena.untrusted import file_name, inside
@@ -97,11 +98,16 @@ class BotHandle:
         else:  # a private tmpfs inside the sandbox
             env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
         stdio = self.manifest.protocol == "stdio"
-        argv = self.manifest.argv() if stdio else bridge_argv(self.manifest.argv())
+        limits = self._limits
+        if stdio:
+            argv = self.manifest.argv()
+        else:  # the bridge gets more descriptors than the bot: see BRIDGE_OPEN_FILES
+            argv = bridge_argv(self.manifest.argv(), bot_open_files=limits.open_files)
+            limits = dataclasses.replace(limits, open_files=max(limits.open_files, BRIDGE_OPEN_FILES))
         self.stderr_log.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.process = BotProcess.start(
-                argv, cwd=self.manifest.folder, env=env, limits=self._limits,
+                argv, cwd=self.manifest.folder, env=env, limits=limits,
                 stderr_log=self.stderr_log, pipes=True, sandbox=self.sandbox)
         except BotStartError as exc:
             raise BotStartError(f"bot {self.name}: {exc}") from None

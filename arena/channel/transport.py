@@ -366,11 +366,21 @@ class StdioChannel:
 # -- ZeroMQ through the bridge -------------------------------------------------------------
 
 
-def bridge_argv(argv: list[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str]:
+BRIDGE_OPEN_FILES = 8192
+"""The bridge's own descriptor limit. It is larger than its bot's (RLIMIT_NOFILE, 256 per
+process by default) so that a bot opening connections from many processes is seen and cut
+off by the bridge's main loop long before libzmq in the bridge runs out of descriptors (it
+aborts then); every descriptor and byte of it still counts against the bot's cgroup."""
+
+
+def bridge_argv(argv: list[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
+                bot_open_files: int | None = None) -> list[str]:
     """The command that runs the ZeroMQ bot ``argv`` under its bridge (start it with
-    ``pipes=True`` and talk to it through a :class:`BridgeChannel`)."""
+    ``pipes=True`` and talk to it through a :class:`BridgeChannel`). With ``bot_open_files``
+    the bridge gives the bot that RLIMIT_NOFILE (start the bridge with BRIDGE_OPEN_FILES)."""
+    limit = [] if bot_open_files is None else ["--bot-open-files", str(bot_open_files)]
     return [sys.executable, "-I", "-m", "arena.channel.zmq_bridge", "--max-bytes", str(max_bytes),
-            "--", *argv]
+            *limit, "--", *argv]
 
 
 class BridgeChannel(StdioChannel):

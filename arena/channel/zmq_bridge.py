@@ -24,6 +24,7 @@ bridge kills its child and exits.
 from __future__ import annotations
 
 import os
+import resource
 import secrets
 import select
 import signal
@@ -59,7 +60,7 @@ _IPC_PATH_MAX = 107
 
 
 class Bridge:
-    def __init__(self, argv: list[str], max_bytes: int) -> None:
+    def __init__(self, argv: list[str], max_bytes: int, bot_open_files: int | None = None) -> None:
         import zmq
 
         self.zmq = zmq
@@ -96,6 +97,14 @@ class Bridge:
         try:
             self.child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=2, stderr=2,
                                           close_fds=True)
+            if bot_open_files is not None:
+                # The bridge has a larger descriptor budget than the bot it fronts (see
+                # transport.BRIDGE_OPEN_FILES); the bot gets its own limit at once.
+                try:
+                    limit = (bot_open_files, bot_open_files)
+                    resource.prlimit(self.child.pid, resource.RLIMIT_NOFILE, limit)
+                except OSError:  # it exited already: its status says the rest
+                    pass
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self.emit(START_FAILED, f"cannot start {argv[0]!r}: {reason}".encode())
@@ -330,19 +339,26 @@ def _exit_like(status: int) -> None:
 
 def main(args: list[str]) -> None:
     max_bytes = DEFAULT_MAX_BYTES
+    bot_open_files: int | None = None
     if "--" not in args or args.index("--") == len(args) - 1:
-        sys.stderr.write("usage: python -m arena.channel.zmq_bridge [--max-bytes N] -- BOT ARGV...\n")
+        sys.stderr.write("usage: python -m arena.channel.zmq_bridge [--max-bytes N] [--bot-open-files N] "
+                         "-- BOT ARGV...\n")
         os._exit(2)
     split = args.index("--")
     options, argv = args[:split], args[split + 1:]
-    if options[:1] == ["--max-bytes"] and len(options) == 2 and options[1].isdigit():
-        max_bytes = int(options[1])
-    elif options:
-        sys.stderr.write(f"zmq_bridge: unknown options {options}\n")
-        os._exit(2)
+    while options:
+        if len(options) >= 2 and options[0] in ("--max-bytes", "--bot-open-files") and options[1].isdigit():
+            if options[0] == "--max-bytes":
+                max_bytes = int(options[1])
+            else:
+                bot_open_files = int(options[1])
+            options = options[2:]
+        else:
+            sys.stderr.write(f"zmq_bridge: unknown options {options}\n")
+            os._exit(2)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     try:
-        bridge = Bridge(argv, max_bytes)
+        bridge = Bridge(argv, max_bytes, bot_open_files)
     except Exception as exc:  # noqa: BLE001 - say it on the bot's log, then fail like a crash
         sys.stderr.write(f"zmq_bridge: cannot set up the bot's socket: {exc}\n")
         os._exit(125)
