@@ -131,10 +131,13 @@ def test_killed_workers_under_the_strict_sandbox(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_game_that_keeps_killing_its_worker_stops_the_run_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "how"), [("SIGKILL", "killed by SIGKILL"),
+                                         ("SIGTERM", "exit status 0")])  # a clean exit, but too early
+def test_a_game_that_keeps_killing_its_worker_stops_the_run_with_one_line(tmp_path: Path, sig: str,
+                                                                           how: str) -> None:
     bots = _bots(tmp_path)
     shutil.rmtree(bots / "greedy")
-    misbehaving_bot(bots / "killer", "kill_referee", name="killer")
+    misbehaving_bot(bots / "killer", "kill_referee", sig, name="killer")
     out = tmp_path / "out"
     proc = arena("run-tournament", "--bots", str(bots), "--games", "2", "--concurrency", "1",
                  "--sandbox", "none", "--out", str(out), timeout=180)
@@ -142,7 +145,7 @@ def test_a_game_that_keeps_killing_its_worker_stops_the_run_with_one_line(tmp_pa
     assert "Traceback" not in proc.stderr
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("Error: game 0000-killer-vs-random-p0 (killer vs random) was lost with its "
-                            "worker process 3 times (last: worker exited, killed by SIGKILL)"), error
+                            f"worker process 3 times (last: worker exited, {how})"), error
     with sqlite3.connect(out / "tournament.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
     assert _processes_under(tmp_path) == []
