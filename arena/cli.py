@@ -15,7 +15,11 @@ from arena.channel.sandbox import LEVELS as SANDBOX_LEVELS
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES
 from arena.errors import ArenaError
+from arena.tournament.config import MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
 from arena.untrusted import for_terminal
+
+GAMES_RANGE = click.IntRange(1, MAX_SCHEDULED_GAMES)  # the limits of a tournament config, for every command
+SEEDS = click.IntRange(*SEED_RANGE)
 
 
 class ArenaGroup(click.Group):
@@ -60,8 +64,8 @@ def _ruleset(game: str, edition: str | None, components_file: Path | None):  # t
 
 
 @main.command("random-games")
-@click.argument("n", type=click.IntRange(min=1))
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.argument("n", type=GAMES_RANGE)
+@click.option("--seed", type=SEEDS, default=0, show_default=True,
               help="Base seed: game i uses seed S+i (circle and moves).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Write the game records here (.jsonl, overwritten).")
@@ -164,11 +168,12 @@ def _describe_move(entry: dict, players: tuple) -> str:
 
 def _time_control_options(func):  # type: ignore[no-untyped-def]
     """The time-control flags shared by every command that plays games."""
-    func = click.option("--first-move-ms", type=click.IntRange(min=1), default=5000, show_default=True,
+    func = click.option("--first-move-ms", type=click.IntRange(1, MAX_TIME_MS), default=5000,
+                        show_default=True,
                         help="Limit for each bot's first move of a game.")(func)
-    func = click.option("--bank-ms", type=click.IntRange(min=0), default=10_000, show_default=True,
+    func = click.option("--bank-ms", type=click.IntRange(0, MAX_TIME_MS), default=10_000, show_default=True,
                         help="Time bank a bot draws on when a move overruns the limit.")(func)
-    func = click.option("--time-per-move", "per_move_ms", type=click.IntRange(min=1), default=1000,
+    func = click.option("--time-per-move", "per_move_ms", type=click.IntRange(1, MAX_TIME_MS), default=1000,
                         show_default=True, help="Per-move limit in milliseconds.")(func)
     return func
 
@@ -198,8 +203,8 @@ def _announce_sandbox(level: str) -> None:
 @main.command()
 @click.argument("bot_a", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("bot_b", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--games", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--games", type=GAMES_RANGE, default=2, show_default=True)
+@click.option("--seed", type=SEEDS, default=0, show_default=True,
               help="Games 2k and 2k+1 use seed S+k (the same patch circle) with seats swapped.")
 @click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
 @click.option("--show", is_flag=True, help="Render every position as the game is played.")
@@ -265,7 +270,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 
 @main.command("check-bot")
 @click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--games", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--games", type=click.IntRange(1, 1000), default=4, show_default=True,
               help="Games against the random sample bot (both seats).")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for logs (default: a temporary folder).")
@@ -448,8 +453,8 @@ def ratings(results: Path, csv_path: Path | None) -> None:
               help="Chance of accepting H1 when H0 holds.")
 @click.option("--beta", type=float, default=0.05, show_default=True,
               help="Chance of accepting H0 when H1 holds.")
-@click.option("--max-games", type=click.IntRange(min=2), default=2000, show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--max-games", type=click.IntRange(2, MAX_SCHEDULED_GAMES), default=2000, show_default=True)
+@click.option("--seed", type=SEEDS, default=1, show_default=True)
 @click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Append the game records to this .jsonl file.")
@@ -501,7 +506,7 @@ def _tc(per_move_ms: int, bank_ms: int, first_move_ms: int):  # type: ignore[no-
 @click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--entrants", type=click.Path(file_okay=False, path_type=Path), default=Path("entrants"),
               show_default=True, help="The folder of entrants a tournament reads.")
-@click.option("--games", type=click.IntRange(min=2), default=4, show_default=True,
+@click.option("--games", type=click.IntRange(2, 1000), default=4, show_default=True,
               help="Conformance games against the random sample bot.")
 @click.option("--replace", is_flag=True,
               help="Replace an entrant of the same name; the old version is kept in "

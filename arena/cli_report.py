@@ -11,11 +11,12 @@ import click
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Write the report here (default: RESULTS/report).")
-@click.option("--sample", type=click.IntRange(min=0), default=6, show_default=True,
+@click.option("--sample", type=click.IntRange(0, 100_000), default=6, show_default=True,
               help="Normal games to link a replay viewer for (every abnormal game gets one).")
-@click.option("--bootstrap", "replicates", type=click.IntRange(min=2), default=1000, show_default=True,
+@click.option("--bootstrap", "replicates", type=click.IntRange(2, 100_000), default=1000, show_default=True,
               help="Simulated tournaments for the Bradley-Terry intervals.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of those simulations.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True,
+              help="Seed of those simulations.")
 def report(results: Path, out: Path | None, sample: int, replicates: int, seed: int) -> None:
     """Write the report of a results folder: RESULTS/report/index.html (self-contained:
     tables and plots embedded, opens from disk), the plots as PNG, the tables as CSV and

@@ -61,3 +61,45 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
                  "--games", "2", "--out", str(tmp_path / "x"), "--dask", "tcp://127.0.0.1:9")
     assert proc.returncode == 1 and "cannot reach the Dask scheduler" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_dask_worker_killed_mid_game_loses_no_game_and_stores_none_twice(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from distributed import Client, LocalCluster
+
+    from tests.helpers import ARENA_ARGV
+
+    monkeypatch.setenv("ARENA_DASK_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "dask"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      worker_dashboard_address=None) as cluster, Client(cluster) as client:
+        runner = subprocess.Popen(
+            [*ARENA_ARGV, "run-tournament", "--bots", str(SAMPLES / "random"), "--bots",
+             str(SAMPLES / "greedy"), "--games", "8", "--sandbox", "none", "--out", str(out), "--dask",
+             cluster.scheduler_address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and runner.poll() is None:  # kill a worker while it plays
+            busy = [w for w, keys in client.processing().items() if keys]
+            stored = 0
+            if (out / "tournament.db").exists():
+                with sqlite3.connect(out / "tournament.db") as conn:
+                    stored = conn.execute("SELECT COUNT(*) FROM games").fetchone()[0]
+            if busy and stored >= 1:
+                pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+                os.kill(pid, signal.SIGKILL)
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("no worker was busy before the run ended")
+        stdout, stderr = runner.communicate(timeout=180)
+    assert runner.returncode == 0, stdout + stderr
+    with sqlite3.connect(out / "tournament.db") as conn:
+        assert [r[0] for r in conn.execute("SELECT idx FROM games ORDER BY idx")] == list(range(8))
+    assert len((out / "games.jsonl").read_text().splitlines()) == 8

@@ -340,7 +340,7 @@ def test_killed_run_gives_an_unfinished_report(tmp_path: Path) -> None:
     (lambda p: (p / "stuff").mkdir() or (p / "stuff" / "notes.txt").write_text("x") and p / "stuff",
      "not a results folder (no tournament.db)"),
     (lambda p: (p / "bad").mkdir() or (p / "bad" / "tournament.db").write_text("not sqlite") and p / "bad",
-     "not a tournament database"),
+     "not a patchwork-arena results database"),
 ])
 def test_wrong_folders_give_one_line_errors(tmp_path: Path, make, message: str) -> None:  # type: ignore[no-untyped-def]
     result = CliRunner().invoke(main, ["report", str(make(tmp_path))])

@@ -242,10 +242,11 @@ def test_not_a_results_folder(tmp_path: Path, setup: str) -> None:
         folder.mkdir()
         (folder / "games.jsonl").write_text('{"game_id": "x"}\n')
         create = True
-    with pytest.raises(ConfigError, match="not a (results folder|tournament database)|no tournament.db"):
+    with pytest.raises(ConfigError,
+                       match="not a (results folder|patchwork-arena results database)|no tournament.db"):
         ResultStore(folder, create=create)
     if setup in ("garbage", "other-db"):
-        with pytest.raises(ConfigError, match="not a tournament database"):
+        with pytest.raises(ConfigError, match="not a patchwork-arena results database"):
             ResultStore(folder, readonly=True)
 
 

@@ -108,10 +108,10 @@ def load_results(folder: Path, *, want_records: Callable[[pd.DataFrame], set[str
     if config is not None:
         try:
             from arena.tournament.config import TournamentConfig
-            from arena.tournament.schedule import schedule
+            from arena.tournament.schedule import schedule_size
 
             stored_config = TournamentConfig.from_json(config)
-            scheduled = len(schedule(stored_config))
+            scheduled = schedule_size(stored_config)
             if stored_config.ruleset().unverified:  # Stack'n Stuff's proxy components
                 notes.append(stored_config.ruleset().unverified)
         except ArenaError as exc:

@@ -60,6 +60,20 @@ DEFAULTS: dict[str, Any] = {
 DEMO_DEFAULTS: dict[str, Any] = {"games": 6, "per_move_ms": 250}
 """The embedded demo (no file, no entrants) plays shorter: the search bot uses all its time."""
 
+MAX_SCHEDULED_GAMES = 10_000_000
+"""At most this many games in one tournament (pairings x games per pairing), and per
+``sprt``/``play`` run. A stored game takes ~10-20 KB and a fast game ~0.1 s of a core, so
+10 million games is ~150 GB and weeks of CPU: far beyond any real event, while a typo
+(``--games 1000000000000``) is refused before anything starts."""
+MAX_CONCURRENCY = 256
+"""Games at once: each is a worker process and two bot processes (each with a uid of its
+own under the strict sandbox, which has 1000 for the whole machine)."""
+MAX_TIME_MS = 86_400_000
+"""Time-control values (per move, bank, first move) are at most a day; beyond ~24.8 days
+they would overflow the millisecond timeouts of poll() and ZeroMQ."""
+SEED_RANGE = (-(2**63), 2**63 - 1)
+"""Tournament seeds are 64-bit integers, what a TOML file can hold (the flag agrees)."""
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _CLI = "command line"
 
@@ -250,13 +264,13 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     fmt = get("format", DEFAULTS["format"])
     if fmt.value not in FORMATS:
         raise ConfigError(f"{fmt.label}: expected \"round-robin\" or \"gauntlet\", got {_show(fmt.value)}")
-    games = _int(get("games", DEFAULTS["games"]), 2)
+    games = _int(get("games", DEFAULTS["games"]), 2, MAX_SCHEDULED_GAMES)
     if games % 2:
         raise ConfigError(f"{get('games', 0).label}: expected an even number of games per pairing (games "
                           f"come in pairs on the same seed with the seats swapped), got {games}")
-    per_move_ms = _int(get("per_move_ms", DEFAULTS["per_move_ms"]), 1)
-    bank_ms = _int(get("bank_ms", DEFAULTS["bank_ms"]), 0)
-    first_move_ms = _int(get("first_move_ms", DEFAULTS["first_move_ms"]), 1)
+    per_move_ms = _int(get("per_move_ms", DEFAULTS["per_move_ms"]), 1, MAX_TIME_MS)
+    bank_ms = _int(get("bank_ms", DEFAULTS["bank_ms"]), 0, MAX_TIME_MS)
+    first_move_ms = _int(get("first_move_ms", DEFAULTS["first_move_ms"]), 1, MAX_TIME_MS)
     game = get("game", "patchwork")
     if game.value not in GAMES:
         raise ConfigError(f"{game.label}: expected one of {', '.join(map(repr, GAMES))}, "
@@ -277,8 +291,8 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
             raise ConfigError(f"{components_given.label}: expected the path of a component file (JSON)")
         path = Path(value) if components_given.source == _CLI else components_given.base / value
         components = load_components(path)
-    seed = _int(get("seed", DEFAULTS["seed"]), None)
-    concurrency = _int(get("concurrency", os.cpu_count() or 1), 1)
+    seed = _int(get("seed", DEFAULTS["seed"]), *SEED_RANGE)
+    concurrency = _int(get("concurrency", min(os.cpu_count() or 1, MAX_CONCURRENCY)), 1, MAX_CONCURRENCY)
     sandbox = get("sandbox", "strict")
     if sandbox.value not in SANDBOX_LEVELS:
         choices = " or ".join(f'"{level}"' for level in SANDBOX_LEVELS)
@@ -317,6 +331,7 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     elif challengers:
         raise ConfigError(f"{ch.label}: challengers only apply to format \"gauntlet\" "
                           f"(format is {fmt.value!r})")
+    _check_size(get("games", 0), games, len(names), len(challengers) if fmt.value == "gauntlet" else None)
     return TournamentConfig(name=name, entrants=entrants, format=fmt.value, challengers=challengers,
                             games=games, per_move_ms=per_move_ms, bank_ms=bank_ms,
                             first_move_ms=first_move_ms, edition=edition.value, game=game.value,
@@ -332,13 +347,31 @@ def _name(given: _Given) -> str:
     return value
 
 
-def _int(given: _Given, minimum: int | None) -> int:
+def _int(given: _Given, minimum: int, maximum: int) -> int:
     value = given.value
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{given.label}: expected an integer, got {_show(value)}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{given.label}: expected an integer >= {minimum}, got {value}")
+    if not minimum <= value <= maximum:
+        raise ConfigError(f"{given.label}: expected an integer from {minimum:,} to {maximum:,}, got "
+                          f"{_show_int(value)}")
     return value
+
+
+def _show_int(value: int) -> str:
+    text = f"{value:,}"
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(str(abs(value)))} digits)"
+
+
+def _check_size(given: _Given, games: int, entrants: int, challengers: int | None) -> None:
+    """Refuse a schedule of more than MAX_SCHEDULED_GAMES games before anything starts."""
+    if challengers is None:
+        pairings = entrants * (entrants - 1) // 2
+    else:
+        pairings = challengers * (entrants - challengers)
+    total = pairings * games
+    if total > MAX_SCHEDULED_GAMES:
+        raise ConfigError(f"{given.label}: {games:,} games per pairing x {pairings:,} pairings = {total:,} "
+                          f"games, more than the limit of {MAX_SCHEDULED_GAMES:,} games in one tournament")
 
 
 def _paths(given: _Given) -> list[Path]:
@@ -402,5 +435,6 @@ def _show(value: Any) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-__all__ = ["DEFAULTS", "FORMATS", "KEYS", "RESULT_KEYS", "TIME_CONTROL_KEYS", "Entrant", "TournamentConfig",
-           "load_config", "sample_bots_dir"]
+__all__ = ["DEFAULTS", "FORMATS", "KEYS", "MAX_CONCURRENCY", "MAX_SCHEDULED_GAMES", "MAX_TIME_MS",
+           "RESULT_KEYS", "SEED_RANGE", "TIME_CONTROL_KEYS", "Entrant", "TournamentConfig", "load_config",
+           "sample_bots_dir"]

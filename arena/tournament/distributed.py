@@ -21,7 +21,7 @@ import os
 import tarfile
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -82,8 +82,8 @@ class DaskExecutor:
             raise ArenaError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self._futures: list[Any] = []
 
-    def run(self, specs: list[GameSpec]) -> Iterator[Finished]:
-        from distributed import as_completed
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Finished]:
+        from distributed import KilledWorker, as_completed
 
         bundles = {}
         for entrant in self.config.entrants:
@@ -98,7 +98,12 @@ class DaskExecutor:
                                key=f"arena-{os.getpid()}-{spec.game_id}")
             for spec in specs]
         for future in as_completed(self._futures):
-            spec, record, duration = future.result()
+            try:
+                spec, record, duration = future.result()
+            except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
+                raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
+                                 f"{exc} The games stored so far are kept; run the same command again "
+                                 "to retry it") from None
             yield spec, record, duration
 
     def close(self) -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import multiprocessing as mp
-import queue
+import pickle
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,10 +34,11 @@ from arena.match import BotPool, build_all
 from arena.referee import TimeControl
 from arena.tournament.config import TournamentConfig
 from arena.tournament.ratings import environment
-from arena.tournament.schedule import GameSpec, schedule
+from arena.tournament.schedule import GameSpec, iter_schedule, schedule_size
 from arena.tournament.storage import ResultStore
 
-MAX_REVIVALS = 10  # worker deaths tolerated in one run before giving up
+MAX_WORKER_DEATHS = 3
+"""A game that loses this many worker processes (crash, kill, OOM) in one run stops the run."""
 
 Finished = tuple[GameSpec, dict[str, Any], float]  # spec, record, duration in seconds
 
@@ -43,7 +46,7 @@ Finished = tuple[GameSpec, dict[str, Any], float]  # spec, record, duration in s
 class Executor(Protocol):
     """Plays games somewhere and yields them as they finish (in any order)."""
 
-    def run(self, specs: list[GameSpec]) -> Iterator[Finished]: ...
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Finished]: ...
 
     def close(self) -> None: ...
 
@@ -109,17 +112,18 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
         completed = store.completed_ids()
-        full = schedule(config)
-        todo = [spec for spec in full if spec.game_id not in completed]
+        total = schedule_size(config)
+        already = min(len(completed), total)
+        todo = iter_schedule(config, completed)  # lazy: a big run starts at once
         env = environment()
-        progress = Progress(total=len(full), done=len(full) - len(todo))
+        progress = Progress(total=total, done=already)
         _replay_ratings(store, env, progress)
         log_dir = config.out / "logs"
         manifests = [Manifest.load(folder) for folder in config.folders]
         errors: dict[int, str] = {}
         # Under strict, built confined in <out>/builds/<name>/, which the workers then run; a
         # Dask cluster builds on its workers (the coordinator may not be able to sandbox).
-        if todo and (executor is None or config.sandbox != "strict"):
+        if already < total and (executor is None or config.sandbox != "strict"):
             built, errors = build_all(manifests, log_dir, list(config.names),
                                       sandbox=Sandbox() if config.sandbox == "strict" else None,
                                       build_dir=config.out / "builds")
@@ -132,7 +136,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         if on_progress is not None:
             on_progress(progress, None)
         interrupted = False
-        if todo:
+        if already < total:
             runner = executor or LocalExecutor(config, errors, log_dir)
             try:
                 for spec, record, duration in runner.run(todo):
@@ -144,7 +148,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
                 interrupted = True
             finally:
                 runner.close()
-    return RunSummary(len(full), len(full) - len(todo), progress.played_now, progress.failures,
+    return RunSummary(total, already, progress.played_now, progress.failures,
                       interrupted, build_errors, time.monotonic() - started)
 
 
@@ -169,84 +173,151 @@ def _replay_ratings(store: ResultStore, env: trueskill.TrueSkill, progress: Prog
 
 
 # ------------------------------------------------------------------ local processes
+@dataclass
+class _Worker:
+    """A worker process, the coordinator's end of its pipe, and the game it is playing."""
+
+    number: int
+    process: Any
+    conn: Any
+    game: GameSpec | None = None
+
+
 class LocalExecutor:
-    """``concurrency`` worker processes, each playing games with its own bot processes."""
+    """``concurrency`` worker processes, each playing games with its own bot processes.
+
+    The coordinator hands each worker its next game itself, over a pipe of its own, when
+    the worker reports the previous one (or ``None`` when nothing is left). So the game
+    of a worker that dies, however it dies (a signal, OOM, an abort, an early exit even
+    with status 0), is always known: it is put back at the head of the queue and played
+    again by a fresh worker with fresh bots. A worker killed mid-message only breaks its
+    own pipe. A game that took down MAX_WORKER_DEATHS workers stops the run with an
+    ArenaError naming it (the games stored so far are kept; a rerun retries it).
+    """
 
     def __init__(self, config: TournamentConfig, broken: dict[int, str], log_dir: Path) -> None:
         self.config = config
         self.broken = broken
         self.log_dir = log_dir
         self._ctx = mp.get_context("spawn")
-        self._workers: dict[int, Any] = {}
-        self._tasks: Any = None
-        self._results: Any = None
-        self._revivals = 0
+        self._workers: list[_Worker] = []  # every worker started, for close()
+        self._started = 0
+        self.deaths: Counter[str] = Counter()  # game id -> workers lost while it was being played
 
-    def _start_worker(self, worker_id: int) -> None:
+    def _start_worker(self, game: GameSpec) -> _Worker:
+        number = self._started
+        self._started += 1
+        parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
-            target=_worker_main, name=f"arena-worker-{worker_id}", daemon=True,
-            args=(self.config.to_json(), self.broken, str(self.log_dir / f"worker-{worker_id}"),
-                  self._tasks, self._results))
+            target=_worker_main, name=f"arena-worker-{number}", daemon=True,
+            args=(self.config.to_json(), self.broken, str(self.log_dir / f"worker-{number}"), number, child))
         process.start()
-        self._workers[worker_id] = process
+        child.close()  # the worker's end: only the worker holds it, so its death closes the pipe
+        worker = _Worker(number, process, parent)
+        self._workers.append(worker)
+        self._hand(worker, game)
+        return worker
 
-    def run(self, specs: list[GameSpec]) -> Iterator[Finished]:
-        self._tasks = self._ctx.Queue()
-        self._results = self._ctx.Queue()
-        count = max(1, min(self.config.concurrency, len(specs)))
-        for spec in specs:
-            self._tasks.put(spec)
-        for _ in range(count):
-            self._tasks.put(None)
-        for worker_id in range(count):
-            self._start_worker(worker_id)
-        in_flight: dict[int, GameSpec] = {}
-        remaining = len(specs)
-        while remaining:
-            try:
-                kind, worker_id, *payload = self._results.get(timeout=0.5)
-            except queue.Empty:
-                self._revive_dead_workers(in_flight)
-                continue
-            if kind == "started":
-                in_flight[worker_id] = payload[0]
-            elif kind == "done":
-                in_flight.pop(worker_id, None)
-                remaining -= 1
-                yield payload[0], payload[1], payload[2]
+    @staticmethod
+    def _hand(worker: _Worker, game: GameSpec | None) -> None:
+        worker.game = game
+        try:
+            worker.conn.send(game)
+        except OSError:  # it died between games: the wait loop sees its pipe close
+            pass
 
-    def _revive_dead_workers(self, in_flight: dict[int, GameSpec]) -> None:
-        """A worker that died (e.g. killed from outside) loses only its game in flight,
-        which is queued again for a fresh worker."""
-        for worker_id, process in list(self._workers.items()):
-            if process.exitcode is not None and process.exitcode != 0:
-                self._revivals += 1
-                if self._revivals > MAX_REVIVALS:
-                    raise ArenaError(f"worker processes died {self._revivals} times (last exit code "
-                                     f"{process.exitcode}); see the logs in {self.log_dir}")
-                lost = in_flight.pop(worker_id, None)
-                if lost is not None:
-                    self._tasks.put(lost)
-                self._tasks.put(None)
-                self._start_worker(worker_id)
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Finished]:
+        fresh = iter(specs)
+
+        def next_game() -> GameSpec | None:
+            return next(fresh, None)
+
+        busy: list[_Worker] = []
+        for _ in range(max(1, self.config.concurrency)):
+            game = next_game()
+            if game is None:
+                break
+            busy.append(self._start_worker(game))
+        while busy:
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=1.0))
+            for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
+                message, why = self._receive(worker)
+                game = worker.game
+                assert game is not None
+                if message is not None:
+                    yield message
+                    following = next_game()
+                    if following is not None and not worker.process.is_alive():
+                        busy.remove(worker)  # it died after its game (not that game's fault)
+                        self._reap(worker)
+                        busy.append(self._start_worker(following))
+                        continue
+                    self._hand(worker, following)
+                    if following is None:
+                        busy.remove(worker)
+                    continue
+                if why is None:  # the pipe is readable but the message is not whole yet
+                    continue
+                busy.remove(worker)
+                self.deaths[game.game_id] += 1
+                if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
+                    raise ArenaError(
+                        f"game {game.game_id} ({game.seat0} vs {game.seat1}) was lost with its worker "
+                        f"process {self.deaths[game.game_id]} times (last: {why}); stopping. The games "
+                        f"stored so far are kept: see the logs in {self.log_dir}, then run the same "
+                        "command again to retry it")
+                busy.append(self._start_worker(game))  # before anything else: schedule order
+
+    def _receive(self, worker: _Worker) -> tuple[Finished | None, str | None]:
+        """The worker's finished game, or (None, why it is lost), or (None, None): still playing."""
+        try:
+            if worker.conn.poll():
+                message = worker.conn.recv()
+                if message[0] == "done":
+                    return message[1], None
+                why = f"worker failed: {message[1]}"
+            elif worker.process.is_alive():
+                return None, None
+            else:
+                why = "worker exited"
+        except (EOFError, OSError, pickle.UnpicklingError, ValueError, TypeError, IndexError):
+            why = "worker exited"
+        self._reap(worker)
+        return None, f"{why}, {_exit_status(worker.process.exitcode)}"
+
+    @staticmethod
+    def _reap(worker: _Worker) -> None:
+        worker.conn.close()
+        worker.process.join(5)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join(5)
 
     def close(self) -> None:
-        for process in self._workers.values():
-            if process.is_alive():
-                process.terminate()  # SIGTERM: the worker kills its bots and exits
+        for worker in self._workers:
+            if worker.process.is_alive():
+                worker.process.terminate()  # SIGTERM: the worker kills its bots and exits
         deadline = time.monotonic() + 5
-        for process in self._workers.values():
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive():
-                process.kill()
-                process.join(1)
+        for worker in self._workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join(1)
+            worker.conn.close()
         self._workers.clear()
         if self.config.sandbox == "strict":
             remove_stale_groups()  # of workers that had to be killed before they cleaned up
-        for q in (self._tasks, self._results):
-            if q is not None:
-                q.cancel_join_thread()
-                q.close()
+
+
+def _exit_status(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
 
 
 def _die_with_parent() -> None:
@@ -257,19 +328,27 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker_main(config_json: dict[str, Any], broken: dict[int, str], log_dir: str,
-                 tasks: Any, results: Any) -> None:
+def _worker_main(config_json: dict[str, Any], broken: dict[int, str], log_dir: str, number: int,
+                 conn: Any) -> None:
+    """A worker: play each game the coordinator sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's business
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the pool kills its bots
     _die_with_parent()
-    worker_id = int(Path(log_dir).name.rsplit("-", 1)[1])
     config = TournamentConfig.from_json(config_json)
     manifests = [Manifest.load(folder) for folder in config.folders]
     index = {name: i for i, name in enumerate(config.names)}
-    with BotPool(manifests, Path(log_dir), labels=list(config.names), do_build=False,
-                 broken=broken, sandbox=config.sandbox) as pool:
-        while (spec := tasks.get()) is not None:
-            results.put(("started", worker_id, spec))
-            results.put(("done", worker_id, *play_spec(pool, index, config, spec)))
-        # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with BotPool(manifests, Path(log_dir), labels=list(config.names), do_build=False,
+                     broken=broken, sandbox=config.sandbox) as pool:
+            while (spec := conn.recv()) is not None:
+                conn.send(("done", play_spec(pool, index, config, spec)))
+            # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except (EOFError, BrokenPipeError):  # the coordinator is gone
+        sys.exit(1)
+    except Exception as exc:  # a bug: tell the coordinator in one line rather than print a traceback
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"[:500]))
+        except OSError:
+            pass
+        sys.exit(1)

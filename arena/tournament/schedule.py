@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from arena.tournament.config import TournamentConfig
@@ -56,28 +56,36 @@ def pair_seed(base: int, pairing: tuple[str, str], k: int) -> int:
     return int.from_bytes(digest, "big") % (1 << SEED_BITS)
 
 
+def schedule_size(config: TournamentConfig) -> int:
+    """How many games the tournament has (without building them)."""
+    return len(pairings(config)) * (config.games // 2) * 2
+
+
+def iter_schedule(config: TournamentConfig, completed: Collection[str] = ()) -> Iterator[GameSpec]:
+    """The games of :func:`schedule`, one at a time: a run of millions of games starts at
+    once instead of building them all first."""
+    plan = pairings(config)
+    width = max(4, len(str(max(schedule_size(config) - 1, 0))))
+    done = set(completed)
+    index = 0
+    for k in range(config.games // 2):
+        for pairing in plan:
+            seed = pair_seed(config.seed, pairing, k)
+            pair = index // 2
+            for seat0, seat1 in (pairing, pairing[::-1]):
+                game_id = f"{index:0{width}d}-{_slug(seat0)}-vs-{_slug(seat1)}-p{pair}"
+                if game_id not in done:
+                    yield GameSpec(index, game_id, seat0, seat1, seed, pair)
+                index += 1
+
+
 def schedule(config: TournamentConfig, completed: Collection[str] = ()) -> list[GameSpec]:
     """Every game of the tournament in play order (see the module docstring).
 
     Games whose ids are in ``completed`` (e.g. ``ResultStore.completed_ids()``) are left
     out, so a resumed run plays exactly the rest; indexes and ids do not change.
     """
-    plan = pairings(config)
-    total = len(plan) * config.games
-    width = max(4, len(str(max(total - 1, 0))))
-    specs: list[GameSpec] = []
-    for k in range(config.games // 2):
-        for pairing in plan:
-            seed = pair_seed(config.seed, pairing, k)
-            pair = len(specs) // 2
-            for seat0, seat1 in (pairing, pairing[::-1]):
-                index = len(specs)
-                game_id = f"{index:0{width}d}-{_slug(seat0)}-vs-{_slug(seat1)}-p{pair}"
-                specs.append(GameSpec(index, game_id, seat0, seat1, seed, pair))
-    if completed:
-        done = set(completed)
-        return [spec for spec in specs if spec.game_id not in done]
-    return specs
+    return list(iter_schedule(config, completed))
 
 
 def _slug(name: str) -> str:
@@ -85,4 +93,4 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
 
 
-__all__ = ["SEED_BITS", "GameSpec", "pair_seed", "pairings", "schedule"]
+__all__ = ["SEED_BITS", "GameSpec", "iter_schedule", "pair_seed", "pairings", "schedule", "schedule_size"]

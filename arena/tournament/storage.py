@@ -43,6 +43,8 @@ LOCK_NAME = "tournament.lock"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 10.0
 TABLES = ("tournament", "entrants", "games", "moves")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+WAL_MAGIC = (0x377F0682, 0x377F0683)
 
 _SCHEMA = """
 CREATE TABLE tournament (
@@ -117,6 +119,9 @@ class ResultStore:
         if not readonly:
             try:
                 self.repair_jsonl()
+            except sqlite3.DatabaseError as exc:  # damaged beyond its first pages
+                self.close()
+                raise self._not_ours(str(exc)) from None
             except BaseException:
                 self.close()
                 raise
@@ -127,6 +132,8 @@ class ResultStore:
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"{folder}: not a results folder (it is a file)")
         if not db.is_file():
+            if db.exists() or db.is_symlink():
+                raise self._not_ours("it is not a regular file")
             if not create:
                 what = "no such folder" if not folder.exists() else f"no {DB_NAME}"
                 raise ConfigError(f"{folder}: not a results folder ({what})")
@@ -140,45 +147,97 @@ class ResultStore:
         if not self.readonly:
             self._take_lock()
         try:
-            if self.readonly:
-                conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
-                                       isolation_level=None, check_same_thread=False)
-            else:
-                conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                       check_same_thread=False)
-        except sqlite3.Error as exc:
+            new = self._sniff(create)
+            if not new:  # check on a read-only connection, which never writes (no checkpoint on close)
+                probe = self._connect(readonly=True)
+                try:
+                    self._check_schema(probe)
+                finally:
+                    probe.close()
+            conn = self._connect(self.readonly)
+            try:
+                self._prepare(conn, new)
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.OperationalError as exc:
             self._release_lock()
             raise ConfigError(f"{db}: cannot open the tournament database: {exc}") from None
-        try:
-            self._prepare(conn, create)
-        except sqlite3.DatabaseError as exc:
-            conn.close()
+        except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
             self._release_lock()
-            raise ConfigError(f"{db}: not a tournament database (corrupt, or another kind of file: "
-                              f"{exc})") from None
+            raise self._not_ours(str(exc)) from None
         except BaseException:
-            conn.close()
             self._release_lock()
             raise
         return conn
 
-    def _prepare(self, conn: sqlite3.Connection, create: bool) -> None:
-        if self.readonly:
-            conn.execute("PRAGMA query_only = ON")
-        else:
-            conn.execute("PRAGMA journal_mode = WAL")  # persistent; also checks the file is SQLite
-            conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL, see the module docstring
+    def _not_ours(self, why: str) -> ConfigError:
+        return ConfigError(f"{self.db_path}: not a patchwork-arena results database ({why}); it was left "
+                           "untouched")
+
+    def _sniff(self, create: bool) -> bool:
+        """Check the database file's bytes before SQLite sees it (SQLite may rewrite a file it
+        opens for writing); True if there is no database yet (no file, or an empty one)."""
+        db = self.db_path
+        try:
+            size = db.stat().st_size if db.exists() else 0
+            header = db.read_bytes()[:100] if size else b""  # only the first 100 bytes are kept
+        except OSError as exc:
+            raise ConfigError(f"{db}: cannot read: {exc.strerror}") from None
+        if not size:
+            if not create:
+                raise self._not_ours("an empty file")
+            if self.jsonl_path.is_file() and self.jsonl_path.stat().st_size:
+                raise self._not_ours(f"an empty file, while {JSONL_NAME} holds games: restore it from a "
+                                     "backup, or use another --out")
+            return True
+        if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
+            raise self._not_ours("not an SQLite database file")
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        pages = int.from_bytes(header[28:32], "big")
+        wal = db.with_name(db.name + "-wal")
+        wal_size = wal.stat().st_size if wal.is_file() else 0
+        if wal_size:  # a run killed with commits not yet copied into the database: SQLite replays it
+            with wal.open("rb") as handle:
+                wal_header = handle.read(32)
+            magic = int.from_bytes(wal_header[:4], "big") if len(wal_header) == 32 else 0
+            if magic not in WAL_MAGIC or int.from_bytes(wal_header[8:12], "big") != page_size:
+                raise self._not_ours(f"{wal.name} is not a write-ahead log of this database")
+        elif header[24:28] == header[92:96] and size < pages * page_size:  # the page count is valid
+            raise self._not_ours(f"the file is truncated: {size} bytes of {pages * page_size}")
+        return False
+
+    def _connect(self, readonly: bool) -> sqlite3.Connection:
+        if readonly:
+            return sqlite3.connect(f"{self.db_path.resolve().as_uri()}?mode=ro", uri=True,
+                                   timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        return sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                               check_same_thread=False)
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if version == 0 and not tables and create:
-            conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+        if version == SCHEMA_VERSION and set(TABLES) <= tables:
             return
-        if version != SCHEMA_VERSION or not set(TABLES) <= tables:
-            if version > SCHEMA_VERSION:
-                why = f"schema version {version} is newer than this program's ({SCHEMA_VERSION})"
-            else:
-                why = "it lacks the tournament tables"
-            raise ConfigError(f"{self.db_path}: not a tournament database ({why})")
+        if version > SCHEMA_VERSION and set(TABLES) <= tables:
+            why = f"schema version {version} is newer than this program's ({SCHEMA_VERSION})"
+        elif not tables:
+            why = "an SQLite database without tables"
+        else:
+            shown = ", ".join(sorted(tables)[:8]) + (", ..." if len(tables) > 8 else "")
+            why = f"an SQLite database without the tournament tables; it holds {shown}"
+        raise self._not_ours(why)
+
+    def _prepare(self, conn: sqlite3.Connection, new: bool) -> None:
+        if self.readonly:
+            conn.execute("PRAGMA query_only = ON")
+            self._check_schema(conn)
+            return
+        conn.execute("PRAGMA journal_mode = WAL")  # persistent
+        conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL, see the module docstring
+        if new:
+            conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
 
     def _take_lock(self) -> None:
         try:
@@ -355,12 +414,17 @@ class ResultStore:
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
 
+    def _read_error(self, exc: BaseException) -> ArenaError:
+        if type(exc) is sqlite3.DatabaseError:  # corrupt pages (not "locked", not "no such table")
+            return self._not_ours(str(exc))
+        return ArenaError(f"{self.db_path}: cannot read: {exc}")
+
     def _query(self, sql: str) -> list[Any]:
         with self._mutex:
             try:
                 return self._conn.execute(sql).fetchall()
             except sqlite3.Error as exc:
-                raise ArenaError(f"{self.db_path}: cannot read: {exc}") from None
+                raise self._read_error(exc) from None
 
     def _frame(self, sql: str, types: dict[str, str]) -> pd.DataFrame:
         import pandas as pd
@@ -369,7 +433,7 @@ class ResultStore:
             try:
                 frame = pd.read_sql_query(sql, self._conn)
             except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-                raise ArenaError(f"{self.db_path}: cannot read: {exc}") from None
+                raise self._read_error(exc.__cause__ or exc) from None
         return frame.astype(types)
 
 
