@@ -23,6 +23,7 @@ bridge kills its child and exits.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import secrets
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 
 FRAME_HEADER = struct.Struct(">cI")
 MESSAGE = b"M"
@@ -58,6 +60,7 @@ _LAST_WORDS_S = 0.3  # after the child exited: time for its last messages to arr
 _TICK_MS = 50
 _IPC_PATH_MAX = 107
 
+_PR_SET_PDEATHSIG = 1
 
 class Bridge:
     def __init__(self, argv: list[str], max_bytes: int, bot_open_files: int | None = None) -> None:
@@ -70,17 +73,6 @@ class Bridge:
         self.path = os.path.join(folder, f"arena-{secrets.token_hex(6)}.sock")
         if len(self.path) > _IPC_PATH_MAX:
             raise OSError(f"ipc socket path too long: {self.path}")
-        self.ctx = zmq.Context(io_threads=1)
-        self.router: zmq.Socket | None = self.ctx.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.LINGER, 0)
-        self.router.setsockopt(zmq.MAXMSGSIZE, max_bytes)
-        self.router.setsockopt(zmq.RCVHWM, RCVHWM)
-        self.router.setsockopt(zmq.SNDHWM, _SNDHWM)
-        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self.monitor: zmq.Socket | None = self.router.get_monitor_socket(
-            zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
-        self.router.bind(f"ipc://{self.path}")
-        os.chmod(self.path, 0o600)
         self.live: set[int] = set()  # accepted connections (their fds in our process)
         self.handshakes = 0
         self.dropped_at: float | None = None  # the bot's connection went away
@@ -95,19 +87,27 @@ class Bridge:
         env["ARENA_TOKEN"] = self.token.decode()
         self.child: subprocess.Popen[bytes] | None = None
         try:
+            # Started before the socket exists, while this process has a single thread, so
+            # that the child's set-up before exec is safe: it dies with the bridge (without
+            # a sandbox nothing else would kill it if the referee's process is killed), and
+            # it gets its own descriptor limit, smaller than the bridge's (see
+            # transport.BRIDGE_OPEN_FILES). Its DEALER reconnects until the bind below.
             self.child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=2, stderr=2,
-                                          close_fds=True)
-            if bot_open_files is not None:
-                # The bridge has a larger descriptor budget than the bot it fronts (see
-                # transport.BRIDGE_OPEN_FILES); the bot gets its own limit at once.
-                try:
-                    limit = (bot_open_files, bot_open_files)
-                    resource.prlimit(self.child.pid, resource.RLIMIT_NOFILE, limit)
-                except OSError:  # it exited already: its status says the rest
-                    pass
-        except (OSError, ValueError) as exc:
+                                          close_fds=True, preexec_fn=_child_setup(bot_open_files))
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self.emit(START_FAILED, f"cannot start {argv[0]!r}: {reason}".encode())
+        self.ctx = zmq.Context(io_threads=1)
+        self.router: zmq.Socket | None = self.ctx.socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 0)
+        self.router.setsockopt(zmq.MAXMSGSIZE, max_bytes)
+        self.router.setsockopt(zmq.RCVHWM, RCVHWM)
+        self.router.setsockopt(zmq.SNDHWM, _SNDHWM)
+        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.monitor: zmq.Socket | None = self.router.get_monitor_socket(
+            zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        self.router.bind(f"ipc://{self.path}")
+        os.chmod(self.path, 0o600)
         os.set_blocking(0, False)
         os.set_blocking(1, False)
 
@@ -317,6 +317,23 @@ class Bridge:
             self.child.kill()
             self.child.wait()
         self.ctx.term()
+
+
+def _child_setup(open_files: int | None) -> Callable[[], None]:
+    """What the bot's process does before exec: die with the bridge, take its own
+    RLIMIT_NOFILE. Everything is computed here; the child only makes system calls."""
+    bridge = os.getpid()
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    setrlimit, nofile = resource.setrlimit, resource.RLIMIT_NOFILE
+
+    def apply() -> None:
+        if open_files is not None:
+            setrlimit(nofile, (open_files, open_files))
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != bridge:  # the bridge died before prctl took effect
+            os._exit(1)
+
+    return apply
 
 
 def _exit_like(status: int) -> None:

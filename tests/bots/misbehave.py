@@ -355,7 +355,7 @@ def main() -> None:
             link.send(move_reply(seq, state))
         elif KIND == "crash":
             os._exit(3)
-        elif KIND == "kill_referee":  # unsandboxed, its parent is the referee (a tournament worker)
+        elif KIND == "kill_referee":  # unsandboxed stdio: its parent is the referee (a tournament worker)
             os.kill(os.getppid(), getattr(signal, ARGS[0]) if ARGS else signal.SIGKILL)
             link.send(move_reply(seq, state))
         elif KIND == "close_output":  # stdio: close stdout and keep running
