@@ -58,12 +58,14 @@ class BotPool:
 
     ``sandbox`` is a level, ``"none"`` or ``"strict"`` (raises SandboxError if strict
     cannot be provided here), or a :class:`Sandbox` to use for every bot. Under a
-    sandbox each bot gets a uid of its own, claimed for the pool's lifetime.
+    sandbox each bot gets a uid of its own, claimed for the pool's lifetime. Sandboxed bots
+    are frozen off their turn (when the host has a cgroup freezer) unless ``pondering``.
     """
 
     def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
                  limits: ResourceLimits | None = None, do_build: bool = True,
-                 broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none") -> None:
+                 broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none",
+                 pondering: bool = False) -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         load_schemas()  # read the schema files now, never on a bot's clock
@@ -77,7 +79,7 @@ class BotPool:
         self.hub = ZmqHub()
         self.labels = labels or unique_labels([m.name for m in manifests])
         self.handles = [BotHandle(m, hub=self.hub, log_dir=log_dir, limits=limits, label=label,
-                                  sandbox=self._bot_sandbox(i))
+                                  sandbox=self._bot_sandbox(i), pondering=pondering)
                         for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
         self.build_errors = build_all(manifests, log_dir, self.labels) if do_build else {}
         self.build_errors.update(broken or {})

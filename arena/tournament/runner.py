@@ -215,6 +215,8 @@ class LocalExecutor:
                 if self._revivals > MAX_REVIVALS:
                     raise ArenaError(f"worker processes died {self._revivals} times (last exit code "
                                      f"{process.exitcode}); see the logs in {self.log_dir}")
+                if self.config.sandbox == "strict":
+                    remove_stale_groups()  # thaw and kill its bots (frozen ones ignore SIGKILL)
                 lost = in_flight.pop(worker_id, None)
                 if lost is not None:
                     self._tasks.put(lost)
@@ -258,7 +260,7 @@ def _worker_main(config_json: dict[str, Any], broken: dict[int, str], log_dir: s
     manifests = [Manifest.load(folder) for folder in config.folders]
     index = {name: i for i, name in enumerate(config.names)}
     with BotPool(manifests, Path(log_dir), labels=list(config.names), do_build=False,
-                 broken=broken, sandbox=config.sandbox) as pool:
+                 broken=broken, sandbox=config.sandbox, pondering=config.pondering) as pool:
         while (spec := tasks.get()) is not None:
             results.put(("started", worker_id, spec))
             results.put(("done", worker_id, *play_spec(pool, index, config, spec)))
