@@ -26,7 +26,7 @@ from arena.engine import Termination
 from arena.errors import ConfigError
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import TimeControl
-from arena.tournament.config import load_config
+from arena.tournament.config import TournamentConfig, load_config
 from tests.helpers import arena, live_bot_processes, misbehaving_bot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -193,7 +193,9 @@ def test_frozen_stdio_bot_never_blocks_a_send(tmp_path: Path) -> None:
 
 def test_pondering_config_and_startup_lines(tmp_path: Path) -> None:
     assert load_config(None, {}).pondering is False
-    assert load_config(None, {"pondering": True}).pondering is True
+    pondering = load_config(None, {"pondering": True})
+    assert pondering.pondering is True
+    assert TournamentConfig.from_json(pondering.to_json()).pondering is True  # what workers get
     config = tmp_path / "t.toml"
     config.write_text('pondering = "yes"\n')
     with pytest.raises(ConfigError, match="key 'pondering': expected true or false"):
