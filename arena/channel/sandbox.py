@@ -184,7 +184,7 @@ def check_strict_available(limits: SandboxLimits = SandboxLimits(), *,
 
 
 @functools.cache
-def _check(limits: SandboxLimits, use_cgroups: bool, pondering: bool) -> tuple[str, ...]:
+def _check(limits: SandboxLimits, use_cgroups: bool, pondering: bool = False) -> tuple[str, ...]:
     if os.geteuid() != 0:
         raise SandboxError("sandbox strict needs root: each bot runs under an unprivileged uid "
                            f"of its own ({UID_BASE} + n) and only root can switch to it; run as "
