@@ -196,10 +196,11 @@ def bench_sandbox(starts: int = 10, games: int = 20) -> None:
               f"{rates[level]:5.1f} games/s ({games} games, {len(round_trip[level])} moves)")
 
 
-_WORK_BOT = """import os, sys
+_WORK_BOT = """import os, sys, time
 from arena.sdk import run
 
 HOG = len(sys.argv) > 1 and sys.argv[1] == "hog"
+SLEEP = len(sys.argv) > 1 and sys.argv[1] == "sleep"
 if HOG:  # helpers that spin forever, between moves too unless the bot is frozen
     for _ in range(int(sys.argv[2])):
         if os.fork() == 0:
@@ -208,22 +209,25 @@ if HOG:  # helpers that spin forever, between moves too unless the bot is frozen
 
 
 def choose(state, legal_moves, clock):
-    if not HOG:  # a fixed amount of work per move
+    if SLEEP:  # takes its time, uses no CPU: the hog's helpers could have it all
+        time.sleep(0.05)
+    elif not HOG:  # a fixed amount of work per move
         total = 0
         for i in range({work}):
             total += i * i
     return legal_moves[0]
 
 
-run(choose, name="hog" if HOG else "work", version="1.0")
+run(choose, name=sys.argv[1] if len(sys.argv) > 1 else "work", version="1.0")
 """
 
 
 def bench_freeze(games: int = 4, work: int = 150_000) -> None:
     """A fixed-work bot's time per move (both seats of a work-vs-work game), alone and beside
     CPU hog bots playing other games at the same time (one hog game per core; each hog has
-    helper processes spinning, capped at one core by its cgroup), with bots frozen off their
-    turn and with pondering; plus what thaw + freeze cost the referee per move."""
+    helper processes spinning, capped at one core by its cgroup; its opponent sleeps 50 ms
+    per move, using no CPU), with bots frozen off their turn and with pondering; plus what
+    thaw + freeze cost the referee per move."""
     import multiprocessing as mp
     import tempfile
     from pathlib import Path
@@ -239,7 +243,8 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
     rows: list[tuple[str, str, list[float], list[int]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "bots"
-        for name, argv in (("work", ["python", "bot.py"]), ("hog", ["python", "bot.py", "hog", "3"])):
+        for name, argv in (("work", ["python", "bot.py"]), ("hog", ["python", "bot.py", "hog", "3"]),
+                           ("sleep", ["python", "bot.py", "sleep"])):
             bot = folder / name
             bot.mkdir(parents=True)
             (bot / "bot.py").write_text(_WORK_BOT.format(work=work))
@@ -248,12 +253,12 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
         folder.chmod(0o755)
         for path in folder.rglob("*"):
             path.chmod(0o755)
-        work_bot, hog_bot = (Manifest.load(folder / name) for name in ("work", "hog"))
+        work_bot, hog_bot, sleep_bot = (Manifest.load(folder / name) for name in ("work", "hog", "sleep"))
         ctx = mp.get_context("spawn")
         for pondering in (False, True):
             for beside in (False, True):
                 stop = ctx.Event()
-                others = [ctx.Process(target=_hog_games, args=(str(hog_bot.folder), str(work_bot.folder),
+                others = [ctx.Process(target=_hog_games, args=(str(hog_bot.folder), str(sleep_bot.folder),
                                                                 str(Path(tmp) / f"hog-{i}"), pondering, stop),
                                       daemon=True) for i in range(hogs if beside else 0)]
                 for process in others:
@@ -284,7 +289,7 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
 
 
 def _hog_games(hog: str, opponent: str, log_dir: str, pondering: bool, stop: object) -> None:
-    """Worker of :func:`bench_freeze`: hog vs the fixed-work bot, game after game."""
+    """Worker of :func:`bench_freeze`: hog vs the sleeping bot, game after game."""
     from pathlib import Path
 
     from arena.channel.manifest import Manifest
