@@ -1,7 +1,7 @@
 """`make bench`: performance figures, printed (never asserted by a timed test).
 
 Run as ``python -m arena.bench [section ...]``; sections: engine, referee, tournament,
-sandbox (default: all).
+sandbox, freeze (default: all).
 """
 
 from __future__ import annotations
@@ -196,6 +196,113 @@ def bench_sandbox(starts: int = 10, games: int = 20) -> None:
               f"{rates[level]:5.1f} games/s ({games} games, {len(round_trip[level])} moves)")
 
 
+_WORK_BOT = """import os, sys, time
+from arena.sdk import run
+
+HOG = len(sys.argv) > 1 and sys.argv[1] == "hog"
+SLEEP = len(sys.argv) > 1 and sys.argv[1] == "sleep"
+if HOG:  # helpers that spin forever, between moves too unless the bot is frozen
+    for _ in range(int(sys.argv[2])):
+        if os.fork() == 0:
+            while True:
+                pass
+
+
+def choose(state, legal_moves, clock):
+    if SLEEP:  # takes its time, uses no CPU: the hog's helpers could have it all
+        time.sleep(0.05)
+    elif not HOG:  # a fixed amount of work per move
+        total = 0
+        for i in range({work}):
+            total += i * i
+    return legal_moves[0]
+
+
+run(choose, name=sys.argv[1] if len(sys.argv) > 1 else "work", version="1.0")
+"""
+
+
+def bench_freeze(games: int = 4, work: int = 150_000) -> None:
+    """A fixed-work bot's time per move (both seats of a work-vs-work game), alone and beside
+    CPU hog bots playing other games at the same time (one hog game per core; each hog has
+    helper processes spinning, capped at one core by its cgroup; its opponent sleeps 50 ms
+    per move, using no CPU), with bots frozen off their turn and with pondering; plus what
+    thaw + freeze cost the referee per move."""
+    import multiprocessing as mp
+    import tempfile
+    from pathlib import Path
+
+    from arena.channel.cgroup import detect
+    from arena.channel.manifest import Manifest
+    from arena.channel.sandbox import check_strict_available
+    from arena.match import BotPool
+
+    check_strict_available()
+    print(f"freeze (strict sandbox; freezer: {detect().describe('freezer')})")
+    hogs = max(1, mp.cpu_count())
+    rows: list[tuple[str, str, list[float], list[int]]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "bots"
+        for name, argv in (("work", ["python", "bot.py"]), ("hog", ["python", "bot.py", "hog", "3"]),
+                           ("sleep", ["python", "bot.py", "sleep"])):
+            bot = folder / name
+            bot.mkdir(parents=True)
+            (bot / "bot.py").write_text(_WORK_BOT.format(work=work))
+            (bot / "bot.toml").write_text(f'name = "{name}"\ncommand = {argv!r}\nprotocol = "zmq"\n'
+                                          .replace("'", '"'))
+        folder.chmod(0o755)
+        for path in folder.rglob("*"):
+            path.chmod(0o755)
+        work_bot, hog_bot, sleep_bot = (Manifest.load(folder / name) for name in ("work", "hog", "sleep"))
+        ctx = mp.get_context("spawn")
+        for pondering in (False, True):
+            for beside in (False, True):
+                stop = ctx.Event()
+                others = [ctx.Process(target=_hog_games, args=(str(hog_bot.folder), str(sleep_bot.folder),
+                                                                str(Path(tmp) / f"hog-{i}"), pondering, stop),
+                                      daemon=True) for i in range(hogs if beside else 0)]
+                for process in others:
+                    process.start()
+                with BotPool([work_bot, work_bot], Path(tmp) / "logs", sandbox="strict",
+                             pondering=pondering) as pool:
+                    pool.play(0, 1, seed=0)  # start both before timing (the hogs start meanwhile)
+                    times: list[float] = []
+                    freeze_ns: list[int] = []
+                    for game in range(games):
+                        result = pool.play(game % 2, 1 - game % 2, seed=game)
+                        times.extend(move["time_ms"] for move in result.record["moves"])
+                        freeze_ns.extend(result.freeze_ns)
+                stop.set()
+                for process in others:
+                    process.join(30)
+                    if process.is_alive():
+                        process.kill()
+                rows.append(("pondering" if pondering else "frozen",
+                             f"beside {hogs} hog game(s)" if beside else "alone", times, freeze_ns))
+    print(f"  fixed-work bot, time per move ({games} games, {work} loop iterations per move):")
+    print(f"  {'bots':10s} {'load':22s} {'mean ms':>8s} {'p50 ms':>8s} {'p90 ms':>8s}   thaw+freeze per move")
+    for mode, load, times, freeze_ns in rows:
+        ordered = sorted(times)
+        cost = _us(freeze_ns) if freeze_ns and mode == "frozen" else "-"
+        print(f"  {mode:10s} {load:22s} {statistics.fmean(times):8.1f} {statistics.median(times):8.1f} "
+              f"{ordered[int(len(ordered) * 0.9)]:8.1f}   {cost}")
+
+
+def _hog_games(hog: str, opponent: str, log_dir: str, pondering: bool, stop: object) -> None:
+    """Worker of :func:`bench_freeze`: hog vs the sleeping bot, game after game."""
+    from pathlib import Path
+
+    from arena.channel.manifest import Manifest
+    from arena.match import BotPool
+
+    with BotPool([Manifest.load(Path(hog)), Manifest.load(Path(opponent))], Path(log_dir),
+                 sandbox="strict", pondering=pondering) as pool:
+        game = 0
+        while not stop.is_set():  # type: ignore[attr-defined]
+            pool.play(game % 2, 1 - game % 2, seed=1000 + game)
+            game += 1
+
+
 def _us(samples_ns: list[int]) -> str:
     mean = statistics.fmean(samples_ns) / 1000
     p50 = statistics.median(samples_ns) / 1000
@@ -204,7 +311,8 @@ def _us(samples_ns: list[int]) -> str:
 
 
 SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
-                                "tournament": bench_tournament, "sandbox": bench_sandbox}
+                                "tournament": bench_tournament, "sandbox": bench_sandbox,
+                                "freeze": bench_freeze}
 
 
 def main(argv: list[str]) -> None:

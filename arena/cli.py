@@ -192,12 +192,16 @@ def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
                         show_default=default is not None, help=text)
 
 
-def _announce_sandbox(level: str) -> None:
+def _announce_sandbox(level: str, pondering: bool = False) -> None:
     """Say which limits are in force (or fail with why strict cannot be had)."""
     if level == "strict":
         from arena.channel.sandbox import check_strict_available
 
-        click.echo("sandbox strict: " + "; ".join(check_strict_available()))
+        click.echo("sandbox strict: " + "; ".join(check_strict_available(pondering=pondering)))
+
+
+_PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and between games "
+                   "(by default they are frozen off their turn).")
 
 
 @main.command()
@@ -215,9 +219,10 @@ def _announce_sandbox(level: str) -> None:
 @_time_control_options
 @_game_options
 @_sandbox_option("none")
+@click.option("--pondering", is_flag=True, help=_PONDERING_HELP)
 def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bool, out: Path | None,
          logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int, game: str,
-         components_file: Path | None, sandbox: str) -> None:
+         components_file: Path | None, sandbox: str, pondering: bool) -> None:
     """Play games between two bot folders (each with a bot.toml); seats alternate.
 
     \b
@@ -235,8 +240,8 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     manifests = load_manifests([bot_a, bot_b])
     wins = [0, 0]
     failures = 0
-    _announce_sandbox(sandbox)
-    with BotPool(manifests, logs, sandbox=sandbox) as pool:
+    _announce_sandbox(sandbox, pondering)
+    with BotPool(manifests, logs, sandbox=sandbox, pondering=pondering) as pool:
         for error in pool.build_errors.values():
             click.echo(f"warning: {for_terminal(error, newlines=False)}", err=True)
         names = pool.labels
@@ -318,12 +323,13 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 @click.option("--dask", "dask_address", metavar="SCHEDULER_ADDRESS",
               help="Run the games on this Dask scheduler instead of local processes.")
 @_sandbox_option(None)
+@click.option("--pondering/--no-pondering", default=None, help=_PONDERING_HELP + " Key: pondering.")
 def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...], name: str | None,
                            format_: str | None, challengers: tuple[str, ...], games: int | None,
                            seed: int | None, concurrency: int | None, per_move_ms: int | None,
                            bank_ms: int | None, first_move_ms: int | None, edition: str | None,
                            game: str | None, components_file: Path | None, out: Path | None,
-                           dask_address: str | None, sandbox: str | None) -> None:
+                           dask_address: str | None, sandbox: str | None, pondering: bool | None) -> None:
     """Run a tournament (CONFIG_FILE is TOML; flags override it). Resumable: run the same
     command again after an interruption and only the missing games are played.
 
@@ -338,7 +344,8 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         "entrants": list(entrants), "name": name, "format": format_, "challengers": list(challengers),
         "games": games, "seed": seed, "concurrency": concurrency, "per_move_ms": per_move_ms,
         "bank_ms": bank_ms, "first_move_ms": first_move_ms, "edition": edition, "out": out,
-        "game": game, "components": components_file, "sandbox": sandbox})
+        "game": game, "components": components_file, "sandbox": sandbox,
+        "pondering": pondering})
     if config.ruleset().unverified:
         click.echo(f"note: {config.ruleset().unverified}", err=True)
     click.echo(f"tournament {config.name} ({config.game}): {len(config.entrants)} entrants "
@@ -349,7 +356,7 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         click.echo("sandbox strict: set up by each Dask worker (a worker that cannot provide it fails "
                    "the run)")
     elif not dask_address:
-        _announce_sandbox(config.sandbox)
+        _announce_sandbox(config.sandbox, config.pondering)
     executor = None
     if dask_address:
         from arena.tournament.distributed import DaskExecutor

@@ -90,13 +90,14 @@ class BotPool:
     cannot be provided here), or a :class:`Sandbox` to use for every bot. Under a
     sandbox each bot gets a uid of its own, claimed for the pool's lifetime, and is built
     confined in a private copy: in ``build_dir/<label>``, or in a temporary folder removed
-    when the pool closes.
+    when the pool closes. Sandboxed bots are frozen off their turn (when the host has a
+    cgroup freezer) unless ``pondering``.
     """
 
     def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
                  limits: ResourceLimits | None = None, do_build: bool = True,
                  broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none",
-                 build_dir: Path | None = None) -> None:
+                 build_dir: Path | None = None, pondering: bool = False) -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         raise_open_files_limit()
@@ -110,7 +111,7 @@ class BotPool:
         self._uids = [UidClaim() for _ in manifests] if self.sandbox is not None else []
         self.labels = labels or unique_labels([m.name for m in manifests])
         self.handles = [BotHandle(m, log_dir=log_dir, limits=limits, label=label,
-                                  sandbox=self._bot_sandbox(i))
+                                  sandbox=self._bot_sandbox(i), pondering=pondering)
                         for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
         self.build_errors: dict[int, str] = {}
         self._build_dir: Path | None = None

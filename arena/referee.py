@@ -5,6 +5,11 @@ times out, crashes, sends garbage, breaks the schema, plays an illegal move, sen
 an oversize message or breaks the protocol loses the game with a recorded reason,
 its process tree is killed (it is restarted for its next game), and the opponent wins.
 Nothing a bot does can make :func:`play_game` hang or raise.
+
+Under a sandbox with a cgroup freezer a bot runs only on its turn: both are frozen once
+``new_game`` is sent, the mover is thawed before its request is sent (its clock starts
+once the kernel has thawed it) and frozen again when its reply is in; between games they
+stay frozen (see :meth:`BotHandle.freeze`; pondering bots are never frozen).
 """
 
 from __future__ import annotations
@@ -89,6 +94,7 @@ class GameResult:
     overhead_ns: list[int] = field(default_factory=list)
     duration_s: float = 0.0
     stale_replies: int = 0
+    freeze_ns: list[int] = field(default_factory=list)  # thaw + freeze of the mover, per move
 
     @property
     def scores(self) -> tuple[int, int]:
@@ -123,6 +129,7 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
     banks_ms = [float(time_control.bank_ms)] * 2
     moved = [False, False]
     overhead: list[int] = []
+    freeze_ns: list[int] = []
     stale = 0
     termination, loser, detail = Termination.NORMAL, None, ""
     try:
@@ -133,6 +140,8 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
                 "type": "new_game", "game_id": game_id, "seat": seat, "ruleset": state.ruleset.name,
                 "edition": state.ruleset.edition, "time_control": time_control.to_json(),
                 "players": list(players), "components": components_table})
+        for bot in bots:
+            bot.freeze()  # a bot computes on its own turn only
         decode_ns = 0
         t_ready = time.perf_counter_ns()
         while (mover := state.to_move()) is not None:
@@ -148,14 +157,20 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
                 request["legal_moves"] = [m.to_json(cols) for m in state.legal_moves()]
             limit_ms = time_control.per_move_ms if moved[mover] else time_control.first_move_ms
             text = encode(request)
-            sent = clock()
+            t_thaw = time.perf_counter_ns()
+            bot.thaw()
+            thaw_ns = time.perf_counter_ns() - t_thaw
+            sent = clock()  # the clock starts once the bot can run
             _send_text(bot, mover, text)
-            overhead.append(time.perf_counter_ns() - t_ready + decode_ns)
+            overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
             reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms + banks_ms[mover], clock)
+            used_ms = (clock() - sent) * 1000.0
+            t_ready = time.perf_counter_ns()
+            bot.freeze()
+            freeze_ns.append(time.perf_counter_ns() - t_ready + thaw_ns)
             t_ready = time.perf_counter_ns()
             decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
             stale += stale_now
-            used_ms = (clock() - sent) * 1000.0
             moved[mover] = True
             banks_ms[mover] -= max(0.0, used_ms - limit_ms)
             if banks_ms[mover] < 0:  # the reply arrived just past the deadline
@@ -204,11 +219,13 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
             except _Forfeit as late:  # the game is decided; a bot dying now is only logged
                 log.info("game %s: %s failed after the game: %s", game_id, players[seat], late)
                 bots[seat].kill()
+            else:
+                bots[seat].freeze()  # till its next turn (it is thawed only if it had much to read)
     record = make_record(initial, players, moves, result, game_id=game_id,
                          time_control=time_control.to_json(), started_at=started_at,
                          finished_at=utc_now())
     return GameResult(record, termination, winner, loser, detail, overhead,
-                      time.perf_counter() - wall_start, stale)
+                      time.perf_counter() - wall_start, stale, freeze_ns)
 
 
 def _tell_offender(bot: BotHandle, termination: Termination, detail: str) -> None:

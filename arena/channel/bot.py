@@ -31,6 +31,10 @@ START_TIMEOUT_S = 10.0
 # A running bot is restarted between games once one of its processes has used this share
 # of the per-process CPU limit, so that no well-behaved bot meets the limit mid-game.
 RECYCLE_CPU_SHARE = 0.5
+# Bytes sent to a frozen bot that it has not shown it read (by answering a move request)
+# before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
+# bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
+FROZEN_UNREAD_BYTES = 32 << 10
 
 
 class BotHandle:
@@ -42,11 +46,14 @@ class BotHandle:
 
     def __init__(self, manifest: Manifest, *, log_dir: Path,
                  limits: ResourceLimits | None = None, start_timeout_s: float = START_TIMEOUT_S,
-                 label: str | None = None, sandbox: Sandbox | None = None) -> None:
+                 label: str | None = None, sandbox: Sandbox | None = None,
+                 pondering: bool = False) -> None:
         self.manifest = manifest
         self.name = label or manifest.name
         self._limits = limits or ResourceLimits()
         self.sandbox = sandbox  # None: level none
+        self.pondering = pondering  # True: never frozen between moves (see freeze)
+        self._unread = 0  # bytes sent since the bot last answered a move request
         self._start_timeout_s = start_timeout_s
         self.stderr_log = inside(log_dir, f"{file_name(self.name)}.stderr.log")
         self.process: BotProcess | None = None
@@ -126,21 +133,43 @@ class BotHandle:
             raise BotStartError(f"bot {self.name}: speaks protocol {hello['protocol']}, "
                                 f"the referee speaks {PROTOCOL_VERSION}")
         self.hello = hello
+        self._unread = 0
         self.send({"type": "welcome", "protocol": PROTOCOL_VERSION,
                    "referee": f"patchwork-arena {__version__}"})
 
+    @property
+    def frozen(self) -> bool:
+        return self.process is not None and self.process.frozen
+
+    def freeze(self) -> None:
+        """Stop all of the bot's processes (cgroup freezer) until :meth:`thaw`, so it computes
+        nothing off its turn. A no-op when pondering, without a freezer (level none, or no
+        usable cgroup freezer on the host), and while the bot has more unread input than
+        a frozen bot may hold (it then stays thawed to read it)."""
+        if self.pondering or self.process is None or self._unread > FROZEN_UNREAD_BYTES:
+            return
+        self.process.freeze()
+
+    def thaw(self) -> None:
+        """Let the bot run again; returns once the kernel has thawed every process."""
+        if self.process is not None:
+            self.process.thaw()
+
     def send(self, message: dict[str, Any]) -> None:
-        assert self.channel is not None
-        text = encode(message)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s << %s", self.name, text[:500])
-        self.channel.send(text)
+        self.send_text(encode(message))
 
     def send_text(self, text: str) -> None:
-        """Send an already encoded message (the referee encodes once, measures the cost)."""
+        """Send an already encoded message (the referee encodes once, measures the cost).
+
+        Sends to a frozen bot wait in its pipe or socket; a frozen bot with too much
+        unread input is thawed first, so that a send never waits on it."""
         assert self.channel is not None
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s << %s", self.name, text[:500])
+        self._unread += len(text) + 1
+        if self._unread > FROZEN_UNREAD_BYTES and self.frozen:
+            log.info("bot %s: thawed to read %d bytes of unread messages", self.name, self._unread)
+            self.thaw()
         self.channel.send(text)
 
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
@@ -153,9 +182,12 @@ class BotHandle:
             log.debug("%s >> %s", self.name, text[:500])
         t0 = time.perf_counter_ns()
         try:
-            return decode(text, sender="bot")
+            message = decode(text, sender="bot")
         finally:
             self.last_decode_ns = time.perf_counter_ns() - t0
+        if message["type"] == "move" and message["seq"] == self._seq:
+            self._unread = 0  # it read the latest request, so everything sent before it
+        return message
 
     def kill(self) -> None:
         """Kill the whole process tree now (idempotent); the next start is a fresh process."""
@@ -176,6 +208,7 @@ class BotHandle:
         """Ask politely (shutdown), give it a moment, then kill everything that is left."""
         if self.is_running() and self.channel is not None:
             try:
+                self.thaw()  # a frozen bot cannot read its shutdown, nor exit
                 self.send({"type": "shutdown"})
                 deadline = time.monotonic() + 0.5
                 while self.is_running() and time.monotonic() < deadline:

@@ -1,7 +1,7 @@
-"""Control groups for sandboxed bots: memory, process-count and CPU limits, and membership.
+"""Control groups for sandboxed bots: memory, process-count and CPU limits, membership, freezing.
 
 Every sandboxed bot gets a group of its own in each hierarchy that offers a controller
-we use (``memory``, ``pids``, ``cpu``), made inside the harness's own group there:
+we use (``memory``, ``pids``, ``cpu``, ``freezer``), made inside the harness's own group there:
 ``<hierarchy>/<our group>/arena-<harness pid>-<n>``. The bot's first process joins it
 before exec, so everything it ever starts is in it: the group is the one list of a
 bot's processes that no ``setsid()``, double fork or ``exec`` with a fresh environment
@@ -12,6 +12,13 @@ a controller is usable only when it is enabled in our group's ``cgroup.subtree_c
 (a delegated group); we never move processes around to make that so. A controller that
 cannot be used is reported with the reason (see :func:`detect`), and the sandbox says so
 at start-up and falls back to per-process limits.
+
+The freezer stops every process of a bot at once (:meth:`BotCgroup.freeze`), so that a
+bot computes only on its own turn. On v1 it is the ``freezer`` hierarchy
+(``freezer.state``: FROZEN / THAWED, FREEZING while tasks are still on their way); on v2
+it is built into every group (``cgroup.freeze``, and ``frozen 1`` in ``cgroup.events``).
+A frozen task on v1 does not act on SIGKILL until it is thawed: whoever kills a bot, or
+cleans up after a dead harness (:func:`remove_stale_groups`), thaws first.
 """
 
 from __future__ import annotations
@@ -19,15 +26,21 @@ from __future__ import annotations
 import errno
 import functools
 import itertools
+import logging
 import os
+import signal
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-CONTROLLERS = ("memory", "pids", "cpu")
+CONTROLLERS = ("memory", "pids", "cpu", "freezer")
 CPU_PERIOD_US = 100_000
+FREEZE_TIMEOUT_S = 1.0  # a freeze not complete by then is reported (it still completes later)
+STALE_KILL_TIMEOUT_S = 2.0
 _PREFIX = "arena-"
 _names = itertools.count(1)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -75,15 +88,15 @@ def detect() -> CgroupSupport:
             missing.append((controller, str(exc)))
         else:
             found.append(hierarchy)
-            _remove_stale(hierarchy.parent)
+    _remove_stale(sorted({h.parent for h in found}))
     return CgroupSupport(tuple(found), tuple(missing))
 
 
 def remove_stale_groups() -> None:
-    """Remove the empty bot groups of harness processes that are gone (e.g. tournament
-    workers that were killed before they could clean up)."""
-    for parent in _parents():
-        _remove_stale(parent)
+    """Remove the bot groups of harness processes that are gone (e.g. tournament workers
+    that were killed before they could clean up): thaw them, kill what still runs in them
+    (bots whose harness died, held by a v1 freezer), then remove them."""
+    _remove_stale(_parents())
 
 
 def stale_groups() -> list[Path]:
@@ -102,6 +115,8 @@ class BotCgroup:
     def __init__(self, folders: dict[str, Path], version: dict[str, int]) -> None:
         self.folders = folders  # controller -> folder
         self._version = version
+        self._freezer_fd = -1  # freezer.state (v1, read-write) or cgroup.freeze (v2), kept open
+        self._events_fd = -1  # v2: cgroup.events
 
     @property
     def procs_files(self) -> tuple[str, ...]:
@@ -144,6 +159,75 @@ class BotCgroup:
                 pass
         return found
 
+    @property
+    def can_freeze(self) -> bool:
+        """Whether the host gave this bot a freezer."""
+        return "freezer" in self.folders
+
+    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> bool:
+        """Stop every process of the bot at once; True when the kernel says all are frozen.
+
+        Once the write returns, every task of the group is marked: a running one is
+        interrupted and none runs another instruction of its own code, but each still has to
+        be scheduled once to park itself, which on a loaded machine takes milliseconds. So
+        ``timeout_s`` 0 returns at once (True only if already all frozen); otherwise this
+        waits up to ``timeout_s`` for the kernel to report the group frozen. False without a
+        freezer, or when some task is still on its way (one in an uninterruptible sleep,
+        say): it freezes as soon as it can, nothing more to do.
+        """
+        if not self._open_freezer():
+            return False
+        fd = self._freezer_fd
+        if self._version["freezer"] == 1:
+            os.write(fd, b"FROZEN")
+            return _wait_for(lambda: os.pread(fd, 16, 0) == b"FROZEN\n", timeout_s)
+        os.write(fd, b"1")
+        events = self._events_fd
+        return _wait_for(lambda: b"frozen 1" in os.pread(events, 256, 0), timeout_s)
+
+    def thaw(self, timeout_s: float = FREEZE_TIMEOUT_S) -> bool:
+        """Let every process of the bot run again; True once the kernel says so (False
+        without a freezer)."""
+        if not self._open_freezer():
+            return False
+        fd = self._freezer_fd
+        if self._version["freezer"] == 1:
+            os.write(fd, b"THAWED")
+            return _wait_for(lambda: os.pread(fd, 16, 0) == b"THAWED\n", timeout_s)
+        os.write(fd, b"0")
+        events = self._events_fd
+        return _wait_for(lambda: b"frozen 0" in os.pread(events, 256, 0), timeout_s)
+
+    def _open_freezer(self) -> bool:
+        """Open the freezer's control files once (on the hot path, an open costs more than
+        the freeze itself); False without a freezer."""
+        if self._freezer_fd >= 0:
+            return True
+        folder = self.folders.get("freezer")
+        if folder is None:
+            return False
+        if self._version["freezer"] == 1:
+            self._freezer_fd = os.open(folder / "freezer.state", os.O_RDWR | os.O_CLOEXEC)
+        else:
+            self._events_fd = os.open(folder / "cgroup.events", os.O_RDONLY | os.O_CLOEXEC)
+            self._freezer_fd = os.open(folder / "cgroup.freeze", os.O_WRONLY | os.O_CLOEXEC)
+        return True
+
+    def _close_freezer(self) -> None:
+        for fd in (self._freezer_fd, self._events_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._freezer_fd = self._events_fd = -1
+
+    def frozen(self) -> bool:
+        """Whether the groups are frozen (or freezing) now."""
+        folder = self.folders.get("freezer")
+        if folder is None:
+            return False
+        if self._version["freezer"] == 1:
+            return _read(folder / "freezer.state").strip() in (b"FROZEN", b"FREEZING")
+        return _read(folder / "cgroup.freeze").strip() == b"1"
+
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the memory limit."""
         folder = self.folders.get("memory")
@@ -164,6 +248,7 @@ class BotCgroup:
 
         A group stays busy for a moment after its last process is reaped, so retry.
         """
+        self._close_freezer()
         deadline = time.monotonic() + timeout_s
         left = set(self.folders.values())
         while True:
@@ -240,7 +325,7 @@ def _locate(controller: str, memberships: dict[str, str],
                 enabled = (parent / "cgroup.subtree_control").read_text().split()
             except OSError:
                 continue
-            if controller in enabled:
+            if controller in enabled or controller == "freezer":  # v2: built into every group
                 return Hierarchy(controller, parent, 2)
             available = (point / "cgroup.controllers").read_text().split()
             if controller in available:
@@ -274,22 +359,104 @@ def _stale(parent: Path) -> list[Path]:
     return stale
 
 
-def _remove_stale(parent: Path) -> None:
-    """Remove empty bot groups of harness processes that no longer exist."""
-    for folder in _stale(parent):
-        try:
-            folder.rmdir()  # fails (EBUSY) if anything still runs in it
-        except OSError:
-            pass
+def _remove_stale(parents: Iterable[Path]) -> None:
+    """Remove the bot groups of harness processes that no longer exist, in all hierarchies
+    at once: a frozen v1 group must be thawed before its processes can die of SIGKILL and
+    leave the groups of the other hierarchies."""
+    stale = [folder for parent in parents for folder in _stale(parent)]
+    if not stale:
+        return
+    for folder in stale:
+        for name, version in (("freezer.state", 1), ("cgroup.freeze", 2)):
+            if (folder / name).exists():
+                try:
+                    _thaw(folder, version, 0.1)
+                except OSError:
+                    pass
+    deadline = time.monotonic() + STALE_KILL_TIMEOUT_S
+    left = stale
+    while True:
+        busy = []
+        for folder in left:
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno == errno.EBUSY:
+                    busy.append(folder)
+        left = busy
+        if not left or time.monotonic() >= deadline:
+            break
+        for folder in left:  # bots of a dead harness: nobody will ever talk to them again
+            for pid in _read(folder / "cgroup.procs").split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, ValueError):
+                    pass
+        time.sleep(0.01)
+    if left:
+        log.warning("stale bot cgroups still busy after %.0f s: %s", STALE_KILL_TIMEOUT_S,
+                    ", ".join(map(str, left)))
+
+
+def _read(path: Path) -> bytes:
+    """A control file's content (b"" when it cannot be read: the group is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _thaw(folder: Path, version: int, timeout_s: float) -> bool:
+    if version == 1:
+        state = folder / "freezer.state"
+        _write(state, b"THAWED")
+        return _wait_for(lambda: _read(state) == b"THAWED\n", timeout_s)
+    _write(folder / "cgroup.freeze", b"0")
+    events = folder / "cgroup.events"
+    return _wait_for(lambda: b"frozen 0" in _read(events), timeout_s)
+
+
+def _wait_for(done: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll ``done`` until it holds or ``timeout_s`` passes: a few quick looks first (a
+    freeze usually completes within microseconds), then short sleeps."""
+    if done():
+        return True
+    if timeout_s <= 0:
+        return False
+    deadline = time.monotonic() + timeout_s
+    pause = 0.0
+    while True:
+        time.sleep(pause)
+        if done():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        pause = min(max(pause * 2, 0.00005), 0.002)
 
 
 def _limit_files(controller: str, version: int) -> tuple[str, ...]:
     if version == 1:
         return {"memory": ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"),
                 "pids": ("pids.max",),
-                "cpu": ("cpu.cfs_quota_us", "cpu.cfs_period_us")}[controller]
+                "cpu": ("cpu.cfs_quota_us", "cpu.cfs_period_us"), "freezer": ("freezer.state",)}[controller]
     return {"memory": ("memory.max", "memory.swap.max"), "pids": ("pids.max",),
-            "cpu": ("cpu.max",)}[controller]
+            "cpu": ("cpu.max",), "freezer": ("cgroup.freeze",)}[controller]
 
 
 def _write_limits(h: Hierarchy, folder: Path, memory_bytes: int, processes: int, cpus: float) -> None:
@@ -303,6 +470,8 @@ def _write_limits(h: Hierarchy, folder: Path, memory_bytes: int, processes: int,
             pass
     elif h.controller == "pids":
         (folder / "pids.max").write_text(str(processes))
+    elif h.controller == "freezer":
+        pass  # a new group starts thawed
     elif h.version == 1:
         (folder / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
         (folder / "cpu.cfs_quota_us").write_text(str(quota))

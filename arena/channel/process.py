@@ -163,6 +163,7 @@ class BotProcess:
         self._returncode: int | None = None
         self._reaped = False
         self._killed = False
+        self._frozen = False
         self._lock = threading.Lock()
 
     @classmethod
@@ -291,6 +292,48 @@ class BotProcess:
                      f"{self.sandbox.limits.memory_bytes >> 20} MiB memory limit)")
         return text
 
+    # -- freezing (cgroup freezer) -----------------------------------------------------
+
+    @property
+    def can_freeze(self) -> bool:
+        """Whether :meth:`freeze` can stop this bot (it runs in a cgroup with a freezer)."""
+        return self.cgroup is not None and self.cgroup.can_freeze
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    def freeze(self, timeout_s: float = 0.0) -> bool:
+        """Stop every process of the bot (cgroup freezer) until :meth:`thaw`. A no-op
+        without a freezer, or once the bot is being killed.
+
+        With ``timeout_s`` 0 (the referee's hot path) it does not wait for the kernel to
+        report the group frozen (see :meth:`BotCgroup.freeze`); True if it did report it."""
+        with self._lock:
+            if self._killed or self.cgroup is None or not self.cgroup.can_freeze:
+                return False
+            if self._frozen and timeout_s <= 0:
+                return False
+            self._frozen = True
+            try:
+                done = self.cgroup.freeze(timeout_s)
+            except OSError as exc:  # the group went away: nothing runs in it any more
+                log.warning("bot %d: cannot freeze %s: %s", self.pid, self.cgroup, exc)
+                return False
+            if not done and timeout_s > 0:
+                log.warning("bot %d: not all processes frozen after %.1f s", self.pid, timeout_s)
+            return done
+
+    def thaw(self) -> None:
+        """Let the bot's processes run again; returns once the kernel has thawed them."""
+        with self._lock:
+            if self._frozen and self.cgroup is not None:
+                self._frozen = False
+                try:
+                    self.cgroup.thaw()
+                except OSError as exc:
+                    log.warning("bot %d: cannot thaw %s: %s", self.pid, self.cgroup, exc)
+
     # -- the tree ---------------------------------------------------------------------
 
     def tree_pids(self) -> set[int]:
@@ -369,13 +412,20 @@ class BotProcess:
 
         SIGTERM to everything found, up to ``grace_s`` seconds to exit, then SIGSTOP
         everything and rescan until every member is stopped and no new one appears (a
-        stopped process cannot fork), then SIGKILL them all.
+        stopped process cannot fork), then SIGKILL them all. A frozen bot is thawed first:
+        a task held by a cgroup v1 freezer acts on no signal, not even SIGKILL.
         """
         with self._lock:
             if self._killed:
                 return
             self._killed = True
             try:
+                if self.cgroup is not None and self.cgroup.can_freeze:
+                    self._frozen = False
+                    try:  # always: a freeze may have been under way when we were interrupted
+                        self.cgroup.thaw()
+                    except OSError as exc:
+                        log.warning("bot %d: cannot thaw %s: %s", self.pid, self.cgroup, exc)
                 found_none = self._terminate(grace_s) if grace_s > 0 else False
                 self._freeze_and_kill(empty_scans=1 if found_none else 0)
             finally:

@@ -21,7 +21,9 @@ Two levels. ``none``: the resource limits and process-tree control of
   and ``no_new_privs``;
 * its own cgroup (see :mod:`arena.channel.cgroup`) with memory, process-count and CPU
   limits when the host offers them; otherwise per-process rlimits, and
-  :func:`check_strict_available` says which limits are in force.
+  :func:`check_strict_available` says which limits are in force;
+* with a cgroup freezer, frozen whenever it is not its turn (unless pondering: see
+  :meth:`arena.channel.bot.BotHandle.freeze`).
 
 bwrap runs as root (so it can bind paths under folders the bot's uid may not enter, such
 as a Python installed in ``~root``) and drops to the bot's uid with ``setpriv`` right
@@ -191,14 +193,14 @@ class Sandbox:
 
 
 def check_strict_available(limits: SandboxLimits = SandboxLimits(), *,
-                           use_cgroups: bool = True) -> list[str]:
+                           use_cgroups: bool = True, pondering: bool = False) -> list[str]:
     """Check a strict sandbox can be provided here (by starting one); return the limits in
     force, one line each. Raises SandboxError saying why not."""
-    return list(_check(limits, use_cgroups))
+    return list(_check(limits, use_cgroups, pondering))
 
 
 @functools.cache
-def _check(limits: SandboxLimits, use_cgroups: bool) -> tuple[str, ...]:
+def _check(limits: SandboxLimits, use_cgroups: bool, pondering: bool = False) -> tuple[str, ...]:
     if os.geteuid() != 0:
         raise SandboxError("sandbox strict needs root: each bot runs under an unprivileged uid "
                            f"of its own ({UID_BASE} + n) and only root can switch to it; run as "
@@ -265,6 +267,12 @@ def _check(limits: SandboxLimits, use_cgroups: bool) -> tuple[str, ...]:
     else:
         lines.append(f"CPU: NO cgroup limit ({why('cpu')}); a bot may use every core; "
                      f"{rlimits.cpu_seconds} s of CPU time per process")
+    if not usable("freezer"):
+        lines.append(f"freezer: not available ({why('freezer')}): bots may compute between moves")
+    elif pondering:
+        lines.append(f"freezer: not used (pondering): bots may compute between moves ({why('freezer')})")
+    else:
+        lines.append(f"freezer: bots frozen off their turn ({why('freezer')})")
     return tuple(lines)
 
 

@@ -12,6 +12,7 @@ edition = "revised"                  # or "original" (patchwork); stack-n-stuff:
 seed = 1                             # every game seed is derived from it
 concurrency = 4                      # games played at once (default: the number of CPUs)
 sandbox = "strict"                   # or "none": how bots are confined (see README, Sandbox)
+pondering = false                    # true: bots are not frozen between their moves (strict)
 out = "results/spring"
 
 [time_control]
@@ -47,7 +48,8 @@ Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
 MANIFEST = "bot.toml"
 KEYS: tuple[str, ...] = ("name", "entrants", "format", "challengers", "games", "time_control",
-                         "game", "components", "edition", "seed", "concurrency", "sandbox", "out")
+                         "game", "components", "edition", "seed", "concurrency", "sandbox", "pondering",
+                         "out")
 TIME_CONTROL_KEYS: tuple[str, ...] = ("per_move_ms", "bank_ms", "first_move_ms")
 RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "seed", "game",
                                 "components", "edition", "time_control")
@@ -113,6 +115,7 @@ class TournamentConfig:
     seed: int = 1
     concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
     sandbox: str = "strict"  # "strict" or "none"; not a result key: it does not change results
+    pondering: bool = False  # True: strict-sandboxed bots are not frozen off their turn
     out: Path = Path("results/demo")
 
     @property
@@ -147,6 +150,7 @@ class TournamentConfig:
             "seed": self.seed,
             "concurrency": self.concurrency,
             "sandbox": self.sandbox,
+            "pondering": self.pondering,
             "out": str(self.out),
         }
 
@@ -163,7 +167,7 @@ class TournamentConfig:
                 per_move_ms=tc["per_move_ms"], bank_ms=tc["bank_ms"], first_move_ms=tc["first_move_ms"],
                 edition=data["edition"], game=data.get("game", "patchwork"),
                 components=data.get("components"), seed=data["seed"], concurrency=data["concurrency"],
-                sandbox=data.get("sandbox", "strict"),
+                sandbox=data.get("sandbox", "strict"), pondering=bool(data.get("pondering", False)),
                 out=Path(data["out"]))
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"stored tournament config is malformed ({exc!r})") from None
@@ -297,6 +301,9 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     if sandbox.value not in SANDBOX_LEVELS:
         choices = " or ".join(f'"{level}"' for level in SANDBOX_LEVELS)
         raise ConfigError(f"{sandbox.label}: expected {choices}, got {_show(sandbox.value)}")
+    pondering = get("pondering", False)
+    if not isinstance(pondering.value, bool):
+        raise ConfigError(f"{pondering.label}: expected true or false, got {_show(pondering.value)}")
     out_given = given.get("out")
     if out_given is None:
         out = Path("results") / name
@@ -336,7 +343,8 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
                             games=games, per_move_ms=per_move_ms, bank_ms=bank_ms,
                             first_move_ms=first_move_ms, edition=edition.value, game=game.value,
                             components=components, seed=seed,
-                            concurrency=concurrency, sandbox=sandbox.value, out=out)
+                            concurrency=concurrency, sandbox=sandbox.value,
+                            pondering=pondering.value, out=out)
 
 
 def _name(given: _Given) -> str:

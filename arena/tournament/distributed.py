@@ -152,7 +152,7 @@ def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, by
     """A Dask task: play one game with this worker thread's bot processes."""
     config = TournamentConfig.from_json(config_json)
     key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), config.edition,
-           config.sandbox)
+           config.sandbox, config.pondering)
     pool_entry = getattr(_local, "pools", {}).get(key)
     if pool_entry is None:
         log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
@@ -169,7 +169,7 @@ def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, by
             manifests, broken = build_all(manifests, log_dir, list(config.names), sandbox=sandbox,
                                           build_dir=_cache_dir() / "builds" / log_dir.name)
         pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken,
-                       sandbox=config.sandbox)
+                       sandbox=config.sandbox, pondering=config.pondering)
         atexit.register(pool.close)
         pool_entry = (pool, {name: i for i, name in enumerate(config.names)})
         if not hasattr(_local, "pools"):

@@ -259,6 +259,8 @@ class LocalExecutor:
                 if why is None:  # the pipe is readable but the message is not whole yet
                     continue
                 busy.remove(worker)
+                if self.config.sandbox == "strict":
+                    remove_stale_groups()  # thaw and kill its bots (frozen ones ignore SIGKILL)
                 self.deaths[game.game_id] += 1
                 if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
                     raise ArenaError(
@@ -339,7 +341,7 @@ def _worker_main(config_json: dict[str, Any], broken: dict[int, str], log_dir: s
     index = {name: i for i, name in enumerate(config.names)}
     try:
         with BotPool(manifests, Path(log_dir), labels=list(config.names), do_build=False,
-                     broken=broken, sandbox=config.sandbox) as pool:
+                     broken=broken, sandbox=config.sandbox, pondering=config.pondering) as pool:
             while (spec := conn.recv()) is not None:
                 conn.send(("done", play_spec(pool, index, config, spec)))
             # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.

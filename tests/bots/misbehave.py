@@ -8,7 +8,9 @@ the socket); the ``recorder`` kind plays normally
 and appends every message it receives to LOG (the last argument); ``cpu_per_game S``
 plays normally but burns S seconds of CPU when each game begins; ``hostile_error`` gives
 up with an ``error`` message full of control sequences and a lone surrogate, and
-``hostile_info`` plays normally with such an ``info`` string on every move.
+``hostile_info`` plays normally with such an ``info`` string on every move; ``spin_helpers N``
+plays normally with N helper processes that spin forever (computing between its moves);
+``slow S K`` plays normally but takes S seconds (sleeping) over K of its moves (from its third).
 
 The sandbox kinds (``ATTEMPTS``) try to break out right after their hello, report each
 attempt on stderr as ``<kind>: DONE ...`` or ``<kind>: blocked (<error>)`` (the tests
@@ -323,6 +325,11 @@ def main() -> None:
             os._exit(0)
     if KIND in ATTEMPTS:
         ATTEMPTS[KIND]()
+    if KIND == "spin_helpers":
+        for _ in range(int(ARGS[0])):
+            if os.fork() == 0:
+                while True:
+                    pass
     moves_made = 0
     while True:
         message = link.recv()
@@ -393,7 +400,12 @@ def main() -> None:
             # during the next request and must be dropped, not taken as the answer.
             link.send(move_reply(seq - 1, state))
             link.send(move_reply(seq, state))
-        elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game") or KIND in ATTEMPTS:
+        elif KIND == "slow":
+            if moves_made - TRIGGER_MOVE < int(ARGS[1]):
+                time.sleep(float(ARGS[0]))
+            link.send(move_reply(seq, state))
+        elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
+                      "spin_helpers") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
         elif KIND == "hostile_info":  # legal moves, each with an info string full of traps
             link.send({**move_reply(seq, state), "info": "=HYPERLINK(1) " + HOSTILE_TEXT})
