@@ -17,20 +17,27 @@ form); return ``(move, "info text")`` to attach an info string. ``run()`` speaks
 protocol over ZeroMQ when the referee set ``ARENA_ENDPOINT`` and ``ARENA_TOKEN``, and
 JSON lines on stdin/stdout otherwise (``protocol = "stdio"`` in bot.toml). See
 protocol/PROTOCOL.md and protocol/SDK.md.
+
+A bot with slow imports or precomputation passes ``setup`` instead of ``choose``:
+``run(setup=make_choose, name=...)`` says hello first (the referee waits only a few
+seconds for it) and calls ``setup()`` to get the choose function afterwards, when any
+time it takes is counted on the first move's clock (which is larger). This module
+imports the engine (and numpy) only after the hello for the same reason.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from arena.engine import GameState, Move
-from arena.engine.components import ruleset_from_wire
+if TYPE_CHECKING:  # imported in run(), after the hello: numpy takes seconds on a busy machine
+    from arena.engine import GameState, Move
 
 PROTOCOL_VERSION = 1
 
@@ -41,7 +48,7 @@ class Clock:
 
     per_move_ms: int  # this move's limit before the bank is touched (first move: larger)
     bank_ms: int  # what is left of the bank
-    received: float  # time.monotonic() when the request arrived
+    received: float  # time.monotonic() when the request arrived (see run(): never later)
 
     def budget_s(self, bank_share: float = 0.0, margin_s: float = 0.05) -> float:
         """Seconds to think: the per-move limit plus ``bank_share`` of the bank, minus a margin."""
@@ -51,7 +58,7 @@ class Clock:
         return time.monotonic() - self.received
 
 
-Choose = Callable[[GameState, list[Move], Clock], Any]
+Choose = Callable[["GameState", "list[Move]", Clock], Any]
 
 
 class _ZmqLink:
@@ -67,6 +74,10 @@ class _ZmqLink:
     def send(self, text: str) -> None:
         self._sock.send_string(text)
 
+    def pending(self) -> bool:
+        """Is a message already waiting (so it arrived while the bot was busy)?"""
+        return bool(self._sock.poll(0))
+
     def recv(self) -> str | None:
         return self._sock.recv_string()
 
@@ -75,38 +86,76 @@ class _ZmqLink:
 
 
 class _StdioLink:
+    """JSON lines on stdin/stdout; stdin is read unbuffered by Python so that
+    ``pending()`` can see whether a line is already waiting."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._eof = False
+
     def send(self, text: str) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
 
+    def pending(self) -> bool:
+        if b"\n" in self._buffer or self._eof:
+            return True
+        return bool(select.select([sys.stdin.fileno()], [], [], 0)[0])
+
     def recv(self) -> str | None:
-        line = sys.stdin.readline()
-        return line if line else None
+        while b"\n" not in self._buffer:
+            chunk = b"" if self._eof else os.read(sys.stdin.fileno(), 1 << 16)
+            if not chunk:
+                self._eof = True
+                text, self._buffer = self._buffer, b""
+                return text.decode() if text.strip() else None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()
 
     def close(self) -> None:
         pass
 
 
-def run(choose: Choose, name: str, version: str = "1.0", *, legal_moves: bool = False,
-        on_game_over: Callable[[dict[str, Any]], None] | None = None) -> None:
+def run(choose: Choose | None = None, name: str = "bot", version: str = "1.0", *,
+        legal_moves: bool = False, on_game_over: Callable[[dict[str, Any]], None] | None = None,
+        setup: Callable[[], Choose] | None = None) -> None:
     """Serve the referee until it says shutdown (or closes the connection).
 
     ``legal_moves=True`` asks the referee to include the legal moves in each request
     (this SDK computes them itself either way, so Python bots rarely need it).
+    ``setup``, instead of ``choose``: called once after the hello, returns the choose
+    function (heavy imports and precomputation go there, see the module docs).
+
+    ``Clock.received`` is when the request arrived as far as the bot can tell: if it was
+    already queued when the bot came to read it (the bot was busy, in ``setup`` say), the
+    last time the queue was seen empty, so the bot's clock never runs behind the referee's.
     """
+    if (choose is None) == (setup is None):
+        raise TypeError("run() needs exactly one of choose and setup")
     endpoint, token = os.environ.get("ARENA_ENDPOINT"), os.environ.get("ARENA_TOKEN")
     link: _ZmqLink | _StdioLink = _ZmqLink(endpoint, token) if endpoint and token else _StdioLink()
     try:
         link.send(json.dumps({"type": "hello", "name": name, "version": version,
                               "protocol": PROTOCOL_VERSION,
                               "capabilities": {"legal_moves": legal_moves}}))
+        awake = time.monotonic()  # the last moment the bot's queue was known to be empty
+        from arena.engine import GameState, Move
+        from arena.engine.components import ruleset_from_wire
+
+        if setup is not None:
+            choose = setup()
+        assert choose is not None
         seat = 0
         rules = None
         while True:
+            waiting = not link.pending()
             text = link.recv()
             if text is None:
                 return
-            received = time.monotonic()
+            if waiting:  # it arrived while we waited: now is when
+                awake = time.monotonic()
+            received = awake  # else it came while we were busy: since awake, at the earliest
             message = json.loads(text)
             kind = message.get("type")
             if kind == "new_game":
