@@ -11,7 +11,7 @@ from arena.channel.manifest import Manifest
 from arena.engine import Termination
 from arena.match import BotPool, sample_bots_dir
 from arena.records import replay
-from tests.helpers import live_bot_processes
+from tests.helpers import live_bot_processes, write_bot
 
 SAMPLES = ["random", "greedy", "cbot"]
 
@@ -52,3 +52,39 @@ def test_greedy_beats_random_in_at_least_90_of_100_games(tmp_path: Path) -> None
             assert result.termination is Termination.NORMAL, result.detail
             greedy_wins += seats[result.winner] == 0
     assert greedy_wins >= 90, f"greedy won only {greedy_wins} of 100"
+
+
+SLOW_SETUP_BOT = '''
+import time
+from arena.sdk import run
+
+def setup():
+    time.sleep(4)  # heavy imports and tables, after the hello
+
+    def choose(state, legal_moves, clock):
+        return legal_moves[0], f"{clock.elapsed_s():.3f}"
+    return choose
+
+run(setup=setup, name="slow-setup")
+'''
+
+
+@pytest.mark.parametrize("protocol", ["zmq", "stdio"])
+def test_sdk_setup_after_hello_is_on_the_first_moves_clock(tmp_path: Path, protocol: str) -> None:
+    """run(setup=...) says hello at once; a request that came during the set-up is timed
+    from before it, so the bot's clock never runs behind the referee's."""
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "bot.py").write_text(SLOW_SETUP_BOT)
+    manifests = [Manifest.load(sample_bots_dir() / "random"),
+                 write_bot(folder, "slow-setup", ["python", "bot.py"], protocol=protocol)]
+    with BotPool(manifests, tmp_path / "logs") as pool:
+        assert pool.start_time(1) < 4  # the hello did not wait for the set-up
+        result = pool.play(0, 1, seed=3)
+    assert result.termination is Termination.NORMAL, result.detail
+    mine = [m for m in result.record["moves"] if m["player"] == 1]
+    first = mine[0]
+    assert first["time_ms"] > 2000, first  # the request came during the set-up, and waited
+    # The bot's clock saw that wait (it may see more: the time since the hello), ...
+    assert float(first["info"]) >= first["time_ms"] / 1000.0 - 0.2, first
+    assert all(float(m["info"]) < 1 for m in mine[1:])  # ... later requests: timed from arrival
