@@ -129,17 +129,19 @@ def run(choose: Choose | None = None, name: str = "bot", version: str = "1.0", *
 
     ``Clock.received`` is when the request arrived as far as the bot can tell: if it was
     already queued when the bot came to read it (the bot was busy, in ``setup`` say), the
-    last time the queue was seen empty, so the bot's clock never runs behind the referee's.
+    moment the bot sent its last message (the referee answers a message, it does not send
+    ahead), or the last time the queue was seen empty if later: the bot's clock never runs
+    behind the referee's.
     """
     if (choose is None) == (setup is None):
         raise TypeError("run() needs exactly one of choose and setup")
     endpoint, token = os.environ.get("ARENA_ENDPOINT"), os.environ.get("ARENA_TOKEN")
     link: _ZmqLink | _StdioLink = _ZmqLink(endpoint, token) if endpoint and token else _StdioLink()
     try:
+        earliest = time.monotonic()  # nothing still unread can have arrived before this
         link.send(json.dumps({"type": "hello", "name": name, "version": version,
                               "protocol": PROTOCOL_VERSION,
                               "capabilities": {"legal_moves": legal_moves}}))
-        awake = time.monotonic()  # the last moment the bot's queue was known to be empty
         from arena.engine import GameState, Move
         from arena.engine.components import ruleset_from_wire
 
@@ -154,8 +156,8 @@ def run(choose: Choose | None = None, name: str = "bot", version: str = "1.0", *
             if text is None:
                 return
             if waiting:  # it arrived while we waited: now is when
-                awake = time.monotonic()
-            received = awake  # else it came while we were busy: since awake, at the earliest
+                earliest = time.monotonic()
+            received = earliest  # else it came while we were busy, at the earliest then
             message = json.loads(text)
             kind = message.get("type")
             if kind == "new_game":
@@ -173,7 +175,9 @@ def run(choose: Choose | None = None, name: str = "bot", version: str = "1.0", *
                 reply: dict[str, Any] = {"type": "move", "seq": message["seq"], "move": move_json}
                 if info:
                     reply["info"] = str(info)[:1000]
-                link.send(json.dumps(reply, separators=(",", ":")))
+                text = json.dumps(reply, separators=(",", ":"))
+                earliest = time.monotonic()  # the next request answers this reply
+                link.send(text)
             elif kind == "game_over":
                 if on_game_over is not None:
                     on_game_over(message)
