@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -135,6 +136,8 @@ def run(choose: Choose | None = None, name: str = "bot", version: str = "1.0", *
     """
     if (choose is None) == (setup is None):
         raise TypeError("run() needs exactly one of choose and setup")
+    if hasattr(signal, "SIGXCPU"):  # the soft CPU limit: say so, rather than vanish
+        signal.signal(signal.SIGXCPU, _cpu_limit)
     endpoint, token = os.environ.get("ARENA_ENDPOINT"), os.environ.get("ARENA_TOKEN")
     link: _ZmqLink | _StdioLink = _ZmqLink(endpoint, token) if endpoint and token else _StdioLink()
     try:
@@ -183,5 +186,27 @@ def run(choose: Choose | None = None, name: str = "bot", version: str = "1.0", *
                     on_game_over(message)
             elif kind == "shutdown":
                 return
+    except BaseException as exc:
+        # Say why before the connection closes, so that the game is lost as a crash with
+        # this reason (and not as whatever the referee makes of a vanished connection).
+        if not isinstance(exc, KeyboardInterrupt):
+            try:
+                link.send(json.dumps({"type": "error", "message": _describe(exc)}))
+            except Exception:  # noqa: BLE001 - the original error is the one to raise
+                pass
+        raise
     finally:
         link.close()
+
+
+class CpuLimitReached(Exception):
+    """RLIMIT_CPU's soft limit (SIGXCPU): the hard one kills the process a second later."""
+
+
+def _cpu_limit(signum: int, frame: object) -> None:
+    raise CpuLimitReached("CPU time limit (RLIMIT_CPU) reached")
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:1000]

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from arena.channel.manifest import Manifest
+from arena.channel.process import ResourceLimits
 from arena.engine import Termination
 from arena.match import BotPool, sample_bots_dir
 from arena.records import replay
+from arena.referee import TimeControl
 from tests.helpers import live_bot_processes, write_bot
 
 SAMPLES = ["random", "greedy", "cbot"]
@@ -89,3 +91,36 @@ def test_sdk_setup_after_hello_is_on_the_first_moves_clock(tmp_path: Path, proto
     assert float(first["info"]) >= first["time_ms"] / 1000.0 - 0.2, first
     late = [m for m in mine[1:] if float(m["info"]) >= 1]
     assert late == [], late  # ... later requests: timed from their arrival
+
+
+FAILING_BOT = '''
+import sys, time
+from arena.sdk import run
+
+def choose(state, legal_moves, clock):
+    if state.ply >= 4:
+        if sys.argv[1] == "raise":
+            raise ValueError("no idea what to play")
+        end = time.process_time() + 60
+        while time.process_time() < end:  # runs into RLIMIT_CPU
+            pass
+    return legal_moves[0]
+
+run(choose, name="failing")
+'''
+
+
+@pytest.mark.parametrize(("how", "reason"), [("raise", "ValueError: no idea what to play"),
+                                              ("spin", "CPU time limit (RLIMIT_CPU) reached")])
+def test_sdk_bot_that_fails_mid_game_says_why(tmp_path: Path, how: str, reason: str) -> None:
+    """An exception in choose, or the soft CPU limit, reaches the referee as the bot's
+    error message: a crash under its real cause, not a vanished connection."""
+    folder = tmp_path / "failing"
+    folder.mkdir()
+    (folder / "bot.py").write_text(FAILING_BOT)
+    manifests = [write_bot(folder, "failing", ["python", "bot.py", how]),
+                 Manifest.load(sample_bots_dir() / "random")]
+    with BotPool(manifests, tmp_path / "logs", limits=ResourceLimits(cpu_seconds=3)) as pool:
+        result = pool.play(0, 1, seed=3, time_control=TimeControl(per_move_ms=10_000, bank_ms=0))
+    assert result.termination is Termination.CRASH and result.loser == 0, result.detail
+    assert reason in result.detail, result.detail
