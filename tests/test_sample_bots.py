@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from arena.channel.manifest import Manifest
+from arena.channel.process import ResourceLimits
 from arena.engine import Termination
 from arena.match import BotPool, sample_bots_dir
 from arena.records import replay
-from tests.helpers import live_bot_processes
+from arena.referee import TimeControl
+from tests.helpers import live_bot_processes, write_bot
 
 SAMPLES = ["random", "greedy", "cbot"]
 
@@ -52,3 +54,73 @@ def test_greedy_beats_random_in_at_least_90_of_100_games(tmp_path: Path) -> None
             assert result.termination is Termination.NORMAL, result.detail
             greedy_wins += seats[result.winner] == 0
     assert greedy_wins >= 90, f"greedy won only {greedy_wins} of 100"
+
+
+SLOW_SETUP_BOT = '''
+import time
+from arena.sdk import run
+
+def setup():
+    time.sleep(4)  # heavy imports and tables, after the hello
+
+    def choose(state, legal_moves, clock):
+        return legal_moves[0], f"{clock.elapsed_s():.3f}"
+    return choose
+
+run(setup=setup, name="slow-setup")
+'''
+
+
+@pytest.mark.parametrize("protocol", ["zmq", "stdio"])
+def test_sdk_setup_after_hello_is_on_the_first_moves_clock(tmp_path: Path, protocol: str) -> None:
+    """run(setup=...) says hello at once; a request that came during the set-up is timed
+    from before it, so the bot's clock never runs behind the referee's."""
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "bot.py").write_text(SLOW_SETUP_BOT)
+    manifests = [Manifest.load(sample_bots_dir() / "random"),
+                 write_bot(folder, "slow-setup", ["python", "bot.py"], protocol=protocol)]
+    with BotPool(manifests, tmp_path / "logs") as pool:
+        assert pool.start_time(1) < 4  # the hello did not wait for the set-up
+        result = pool.play(0, 1, seed=3)
+    assert result.termination is Termination.NORMAL, result.detail
+    mine = [m for m in result.record["moves"] if m["player"] == 1]
+    first = mine[0]
+    assert first["time_ms"] > 2000, first  # the request came during the set-up, and waited
+    # The bot's clock saw that wait (it may see more: the time since the hello), ...
+    assert float(first["info"]) >= first["time_ms"] / 1000.0 - 0.2, first
+    late = [m for m in mine[1:] if float(m["info"]) >= 1]
+    assert late == [], late  # ... later requests: timed from their arrival
+
+
+FAILING_BOT = '''
+import sys, time
+from arena.sdk import run
+
+def choose(state, legal_moves, clock):
+    if state.ply >= 4:
+        if sys.argv[1] == "raise":
+            raise ValueError("no idea what to play")
+        end = time.process_time() + 60
+        while time.process_time() < end:  # runs into RLIMIT_CPU
+            pass
+    return legal_moves[0]
+
+run(choose, name="failing")
+'''
+
+
+@pytest.mark.parametrize(("how", "reason"), [("raise", "ValueError: no idea what to play"),
+                                              ("spin", "CPU time limit (RLIMIT_CPU) reached")])
+def test_sdk_bot_that_fails_mid_game_says_why(tmp_path: Path, how: str, reason: str) -> None:
+    """An exception in choose, or the soft CPU limit, reaches the referee as the bot's
+    error message: a crash under its real cause, not a vanished connection."""
+    folder = tmp_path / "failing"
+    folder.mkdir()
+    (folder / "bot.py").write_text(FAILING_BOT)
+    manifests = [write_bot(folder, "failing", ["python", "bot.py", how]),
+                 Manifest.load(sample_bots_dir() / "random")]
+    with BotPool(manifests, tmp_path / "logs", limits=ResourceLimits(cpu_seconds=3)) as pool:
+        result = pool.play(0, 1, seed=3, time_control=TimeControl(per_move_ms=10_000, bank_ms=0))
+    assert result.termination is Termination.CRASH and result.loser == 0, result.detail
+    assert reason in result.detail, result.detail
