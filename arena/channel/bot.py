@@ -27,7 +27,7 @@ from arena.untrusted import file_name, inside
 log = logging.getLogger("arena.wire")
 
 PROTOCOL_VERSION = 1
-START_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 20.0  # wall clock: a Python bot on a loaded machine under a one-core quota can take seconds
 # A running bot is restarted between games once one of its processes has used this share
 # of the per-process CPU limit, so that no well-behaved bot meets the limit mid-game.
 RECYCLE_CPU_SHARE = 0.5

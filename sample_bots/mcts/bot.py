@@ -16,7 +16,7 @@ sensible answer (only advance is possible, or placing a special patch, which the
 placement heuristic decides) is answered at once.
 
 Start-up: the hello goes out before anything heavy is imported (``run(setup=...)``; the
-referee waits 10 s for it, a busy machine can take seconds to import numpy), and numpy
+referee waits 20 s for it, a busy machine can take seconds to import numpy), and numpy
 is told to use one thread (a bot is capped at one core: a thread pool only competes with
 the search for it).
 
