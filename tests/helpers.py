@@ -65,3 +65,22 @@ def live_bot_processes(markers: list[str] | None = None, *, uids: range | None =
         if any(n in environ for n in needles) and state != b"Z" and (uids is None or uid in uids):
             found.append(int(entry))
     return found
+
+
+def worker_processes(pid: int) -> list[int]:
+    """The tournament worker processes of the ``arena run-tournament`` process ``pid``
+    (its live children running multiprocessing's spawn)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != b"Z" and b"spawn_main" in cmdline:
+            found.append(int(entry))
+    return found

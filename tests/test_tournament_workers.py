@@ -16,27 +16,9 @@ from pathlib import Path
 import pytest
 
 from arena.match import sample_bots_dir
-from tests.helpers import ARENA_ARGV, arena, misbehaving_bot
+from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, worker_processes
 
 SAMPLES = sample_bots_dir()
-
-
-def _children(pid: int) -> list[int]:
-    """The tournament's worker processes (direct children running multiprocessing's spawn)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != b"Z" and b"spawn_main" in cmdline:
-            found.append(int(entry))
-    return found
 
 
 def _processes_under(folder: Path) -> list[str]:
@@ -107,9 +89,9 @@ def _run_killing_workers(tmp_path: Path, *, concurrency: int, kills: int, seed: 
         while runner.poll() is None and time.monotonic() < deadline:
             next_kill = time.monotonic() + rng.uniform(0.2, 3.0)  # starting, building or playing
             while time.monotonic() < next_kill and runner.poll() is None:
-                seen.update(_children(runner.pid))
+                seen.update(worker_processes(runner.pid))
                 time.sleep(0.05)
-            workers = _children(runner.pid)
+            workers = worker_processes(runner.pid)
             if workers and killed < kills:
                 stored = _stored(out)
                 os.kill(rng.choice(workers), signal.SIGKILL)
