@@ -148,7 +148,7 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
             bot = bots[mover]
             seq = bot.next_seq()
             request: dict[str, Any] = {
-                "type": "move_request", "seq": seq, "game_id": game_id, "state": state.to_json(),
+                "type": "move_request", "seq": seq, "game_id": game_id, "state": state.public_json(),
                 # per_move_ms is the limit of that seat's next move (larger for its first)
                 "clocks": [{"bank_ms": int(banks_ms[s]), "per_move_ms": time_control.per_move_ms
                             if moved[s] else time_control.first_move_ms} for s in (0, 1)]}

@@ -1,4 +1,4 @@
-"""One test per rule of ../shared/rules/CLARIFICATIONS.md, each from a concrete position.
+"""One test per rule of docs/RULES.md (Patchwork part), each from a concrete position.
 
 Positions are built by setting the state's plain fields directly (positions, buttons,
 income, quilts, ...); the ``game`` fixture puts chosen patches at the front of the circle.
@@ -438,6 +438,7 @@ def test_scoring_example_of_the_rulebook(game) -> None:
      "not a placement"),
     ({"action": "buy", "patch": 99, "cells": [[5, 0]]}, "no patch with id 99"),
     ({"action": "special", "cells": [[5, 5]]}, "no special patch is waiting"),
+    ({"action": "remove"}, "Patchwork has no boxes to remove"),
 ])
 def test_illegal_moves_say_why_and_leave_the_state_unchanged(game, move_json, reason) -> None:
     state = game([10, 4, 16], positions=[3, 6], buttons=[5, 5], quilts=[mask([(0, 0)]), 0])
@@ -487,3 +488,10 @@ def test_malformed_moves_are_refused_before_the_rules(game, move_json, reason) -
     with pytest.raises(MoveFormatError, match=reason):
         state.apply_json(move_json)
     assert state.to_json() == before
+
+
+def test_a_patchwork_special_patch_cannot_be_removed(game) -> None:
+    state = game(positions=[24, 27])
+    state.apply(ADVANCE)  # 24 -> 28 passes 26
+    with pytest.raises(IllegalMoveError, match="must place the special patch it just took: only a Stack'n"):
+        state.apply_json({"action": "remove"})

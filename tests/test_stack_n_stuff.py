@@ -54,9 +54,10 @@ def test_stuff_tiles_join_behind_the_truck_in_seeded_order_when_5_stack_tiles_re
 
 def test_a_box_may_be_placed_or_removed() -> None:
     state = new()
-    state.positions = [6, 10]
-    state.apply(Move("advance"))  # 6 -> 11 passes the box on space 7
+    state.positions = [6, 9]
+    state.apply(Move("advance"))  # 6 -> 10 passes the box on space 7
     assert state.to_move() == 0 and state.decision() == "special"
+    assert state.to_json()["specials_pending"] == 1
     moves = state.legal_moves()
     assert Move("remove") in moves and sum(m.action == "special" for m in moves) == 49
     removed = state.clone()
@@ -66,8 +67,78 @@ def test_a_box_may_be_placed_or_removed() -> None:
     placed = state.clone()
     placed.apply_json({"action": "special", "cells": [[3, 3]]})
     assert placed.empty_cells(0) == 48
-    with pytest.raises(IllegalMoveError, match="no special patch is waiting"):
+    with pytest.raises(IllegalMoveError, match="no box is waiting: remove is only allowed right after"):
         placed.apply_json({"action": "remove"})
+    with pytest.raises(IllegalMoveError, match="no box is waiting to be placed"):
+        placed.apply_json({"action": "special", "cells": [[0, 0]]})
+
+
+def test_a_move_past_several_boxes_takes_every_one_a_decision_each() -> None:
+    state = new()
+    state.positions = [6, 15]
+    state.apply(Move("advance"))  # 6 -> 16 passes the boxes on 7, 11 and 15
+    assert state.special_spaces_left == [19, 23, 27]
+    decisions = []
+    for cells in ([[0, 0]], None, [[6, 6]]):
+        assert (state.to_move(), state.decision()) == (0, "special")
+        decisions.append(state.to_json()["specials_pending"])
+        again = GameState.from_json(state.public_json())  # a bot's SDK rebuilds the same decision
+        assert again.legal_moves() == state.legal_moves() and again.public_json() == state.public_json()
+        state.apply_json({"action": "remove"} if cells is None else {"action": "special", "cells": cells})
+    assert decisions == [3, 2, 1]
+    assert (state.to_move(), state.decision()) == (1, "main") and state.empty_cells(0) == 47
+    assert state.to_json()["specials_pending"] == 0
+
+
+def test_boxes_left_for_a_full_board_are_discarded() -> None:
+    state = new()
+    state.positions = [6, 11]
+    state.quilts[0] = RULES.full_mask & ~1  # one free cell
+    state.apply(Move("advance"))  # 6 -> 12 passes the boxes on 7 and 11
+    assert state.special_spaces_left == [15, 19, 23, 27] and state.decision() == "special"
+    state.apply_json({"action": "special", "cells": [[0, 0]]})  # the board is now full
+    assert state.decision() == "main" and state.to_move() == 1
+
+
+def test_a_custom_component_file_with_boxes_close_together(tmp_path: Path) -> None:
+    """A user's time board where one patch move passes two boxes: the mover takes both,
+    and games with it play, record and replay."""
+    shipped = json.loads((Path(__file__).parents[1] / "arena/engine/data/stack-n-stuff.json").read_text())
+    shipped["time_board"]["box_spaces"] = [2, 3, 4, 7, 8, 9]
+    path = tmp_path / "close.json"
+    path.write_text(json.dumps(shipped))
+    rules = ruleset_for("stack-n-stuff", None, load_components(path))
+    state, buy = next((s, m) for s in (GameState.new(seed, ruleset=rules) for seed in range(100))
+                      for m in s.legal_moves()
+                      if m.action == "buy" and rules.patch(m.patch or 0).time_cost == 3)
+    state.apply(buy)  # the first move of the game: 0 -> 3 passes the boxes on 2 and 3
+    assert state.to_json()["specials_pending"] == 2 and state.special_spaces_left == [4, 7, 8, 9]
+    for _ in range(2):
+        assert (state.to_move(), state.decision()) == (0, "special")
+        state.apply(Move("remove"))
+    assert (state.to_move(), state.decision()) == (1, "main")
+    out = tmp_path / "g.jsonl"
+    proc = arena("random-games", "20", "--game", "stack-n-stuff", "--components", str(path),
+                 "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    for record in records:
+        states = replay(record)
+        assert list(states[-1].scores()) == record["result"]["scores"]
+        assert states[-1].special_spaces_left == []  # every box was taken by someone
+    boxes = [sum(m["action"] in ("special", "remove") for m in r["moves"]) for r in records]
+    assert all(n <= 6 for n in boxes) and any(n >= 5 for n in boxes)
+
+
+def test_requests_hide_the_join_order_and_the_seed_records_keep_them() -> None:
+    state = new(3)
+    public = state.public_json()
+    assert public["seed"] is None and public["reserve"] == sorted(state.reserve) != state.reserve
+    assert state.to_json()["seed"] == 3 and state.to_json()["reserve"] == state.reserve
+    rebuilt = GameState.from_json(public)  # the SDK accepts the hidden form ...
+    assert rebuilt.legal_moves() == state.legal_moves()
+    hidden = {k: v for k, v in public.items() if k != "reserve"}  # ... and a state without a reserve
+    assert sorted(GameState.from_json(hidden).reserve) == sorted(state.reserve)
 
 
 def test_income_only_for_the_moving_player() -> None:
@@ -155,6 +226,14 @@ def test_play_both_games_through_the_protocol_and_schema(tmp_path: Path) -> None
     assert "UNVERIFIED" in new_game["components"]["unverified"]
     requests = [m for m in messages if m["type"] == "move_request"]
     assert all(len(r["state"]["quilts"][0]) == 7 for r in requests)
+    # the order in which the stuff tiles join is not revealed before they join
+    late = sorted(RULES.late_patch_ids)
+    assert all(r["state"]["seed"] is None for r in requests)
+    assert all(r["state"]["reserve"] in (late, []) for r in requests)
+    assert any(r["state"]["reserve"] == late for r in requests)
+    record = result.record
+    assert record["seed"] == 4 and sorted(record["reserve"]) == late and record["reserve"] != late
+    assert list(replay(record)[-1].scores()) == record["result"]["scores"]
 
 
 def test_user_component_files_are_validated(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The Patchwork rules engine: pure, seeded, exact (see ../shared/rules/CLARIFICATIONS.md).
+"""The Patchwork rules engine: pure, seeded, exact (the rules: docs/RULES.md).
 
 >>> from arena.engine import GameState
 >>> state = GameState.new(seed=7)

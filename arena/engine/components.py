@@ -123,6 +123,7 @@ class Ruleset:
     late_patch_ids: tuple[int, ...] = ()  # join the circle, shuffled, behind the token ...
     late_join_at: int = 0  # ... as soon as only this many of the others are left in it
     special_removable: bool = False  # a special patch may be removed from play instead of placed
+    take_every_special: bool = False  # a move takes every special space it passes, not at most one
     currency: str = "buttons"
     unverified: str = ""  # a warning to show wherever these components are used
 
@@ -244,7 +245,7 @@ def _stack_n_stuff(data: dict) -> Ruleset:
         patches=tuple(patches), last_patch_id=smallest, bonus_square=0, bonus_points=0,
         empty_penalty=2, components=data, late_patch_ids=tuple(late),
         late_join_at=need(data, "stuff_tiles_join_when_stack_tiles_left", int, ""),
-        special_removable=True, currency="coins",
+        special_removable=True, take_every_special=True, currency="coins",
         unverified=UNVERIFIED_NOTE if "UNVERIFIED" in str(data.get("about", ""))
         else "Stack'n Stuff components supplied by the user (not verified by patchwork-arena).")
 
@@ -287,6 +288,7 @@ def ruleset_from_wire(name: str, edition: str, table: dict) -> Ruleset:
         components=table, late_patch_ids=tuple(table.get("late_patch_ids", ())),
         late_join_at=table.get("late_join_at", 0),
         special_removable=table.get("special_removable", False),
+        take_every_special=table.get("take_every_special", False),
         currency=table.get("currency", "buttons"), unverified=table.get("unverified", ""))
 
 

@@ -1,6 +1,7 @@
 """The game state: mutable, cheap to clone, pure (no I/O, no clocks, no global RNG).
 
-Rules follow ../shared/rules/CLARIFICATIONS.md; the numbers in comments refer to it.
+Rules follow docs/RULES.md; the numbers in comments refer to its numbered Patchwork rules,
+"SnS" to its Stack'n Stuff section.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class GameState:
     __slots__ = (
         "ruleset", "_tables", "seed", "first_player", "ply", "positions", "buttons", "income",
         "quilts", "button_cells", "placed", "circle", "special_spaces_left", "bonus_owner",
-        "on_top", "first_to_finish", "pending_special", "reserve", "_placed_json",
+        "on_top", "first_to_finish", "pending_special", "specials_pending", "reserve", "_placed_json",
     )
 
     ruleset: Ruleset
@@ -76,7 +77,8 @@ class GameState:
     bonus_owner: int | None
     on_top: int
     first_to_finish: int | None
-    pending_special: int | None
+    pending_special: int | None  # the seat that must place (or remove) a special patch / box
+    specials_pending: int  # how many it still has to decide, this one included (SnS: > 1 possible)
     reserve: list[int]  # late patches (Stack'n Stuff) waiting to join the circle, in order
 
     # ---------------------------------------------------------------- creation
@@ -125,6 +127,7 @@ class GameState:
         state.on_top = first_player  # 7: at the start the starting player moves first
         state.first_to_finish = None
         state.pending_special = None
+        state.specials_pending = 0
         state.reserve = reserve
         state._placed_json = ([], [])
         return state
@@ -148,6 +151,7 @@ class GameState:
         other.on_top = self.on_top
         other.first_to_finish = self.first_to_finish
         other.pending_special = self.pending_special
+        other.specials_pending = self.specials_pending
         other.reserve = self.reserve[:]
         other._placed_json = ([], [])  # a cache of to_json(), rebuilt on demand
         return other
@@ -263,8 +267,10 @@ class GameState:
             return "the move covers cells off the quilt"
         quilt = self.quilts[player]
         if self.pending_special is not None:
-            if move.action == "remove" and self.ruleset.special_removable:
-                return None
+            if move.action == "remove":
+                return None if rules.special_removable else (
+                    f"player {player} must place the special patch it just took: only a Stack'n Stuff "
+                    "box may be removed")
             if move.action != "special":
                 return (f"player {player} must first place the special patch it just took, "
                         f"not {move.action}")
@@ -273,8 +279,14 @@ class GameState:
             if quilt & move.mask:
                 return f"cell {_cell_text(move, rules.cols)} is already covered"
             return None
-        if move.action in ("special", "remove"):
-            return "no special patch is waiting to be placed"
+        if move.action == "remove":
+            if not rules.special_removable:
+                return "remove is a Stack'n Stuff action: Patchwork has no boxes to remove"
+            return (f"no box is waiting: remove is only allowed right after player {player} "
+                    "reaches or passes a box space, instead of placing that box")
+        if move.action == "special":
+            return ("no box is waiting to be placed" if rules.special_removable
+                    else "no special patch is waiting to be placed")
         if move.action == "advance":
             return None
         if move.action != "buy":
@@ -303,12 +315,13 @@ class GameState:
         assert player is not None
         self.ply += 1
         action = move.action
-        if action == "special":
-            self.pending_special = None
-            self._place(player, None, move.mask, 0)
-            return
-        if action == "remove":
-            self.pending_special = None
+        if action in ("special", "remove"):
+            if action == "special":
+                self._place(player, None, move.mask, 0)
+            self.specials_pending -= 1
+            if self.specials_pending <= 0 or self.quilts[player] == self.ruleset.full_mask:
+                self.pending_special = None  # SnS: boxes left over for a full board are discarded
+                self.specials_pending = 0
             return
         if action == "advance":
             # 4: move to just in front of the opponent, 1 button per space actually moved.
@@ -352,14 +365,18 @@ class GameState:
         # 2: events fire for every marked space m with start < m <= target.
         crossed = self._tables.income_crossed
         self.buttons[player] += (crossed[target] - crossed[start]) * self.income[player]
-        for space in self.special_spaces_left:  # kept sorted, so the first crossed is taken
-            if start < space <= target:
-                self.special_spaces_left.remove(space)  # 8: at most one per move
-                if self.quilts[player] != rules.full_mask:
-                    self.pending_special = player
-                break
+        taken = 0
+        for space in self.special_spaces_left[:]:  # kept sorted, so the first crossed comes first
             if space > target:
                 break
+            if start < space:
+                self.special_spaces_left.remove(space)
+                taken += 1
+                if not rules.take_every_special:
+                    break  # 8: at most one per move (SnS: every box passed, one decision each)
+        if taken and self.quilts[player] != rules.full_mask:
+            self.pending_special = player
+            self.specials_pending = taken
         if target == rules.final_space and self.first_to_finish is None:
             self.first_to_finish = player
 
@@ -386,7 +403,19 @@ class GameState:
             "on_top": self.on_top,
             "first_to_finish": self.first_to_finish,
             **({"reserve": self.reserve[:]} if rules.late_patch_ids else {}),
+            **({"specials_pending": self.specials_pending} if rules.take_every_special else {}),
         }
+
+    def public_json(self) -> dict[str, Any]:
+        """The state as a player may see it (the protocol's ``state``): :meth:`to_json`, but in
+        a game with late patches (Stack'n Stuff) the order in which they will join the circle
+        is a chance event still to come, so the ``reserve`` is sent sorted by id and the
+        ``seed`` (which would reproduce the order) is null. Records keep both."""
+        data = self.to_json()
+        if self.ruleset.late_patch_ids:
+            data["seed"] = None
+            data["reserve"] = sorted(self.reserve)
+        return data
 
     def _placed_entries(self, player: int) -> list[dict[str, Any]]:
         """The JSON of a player's placed patches. Placements only ever get appended, so the
@@ -420,9 +449,13 @@ class GameState:
         else:
             rules = ruleset
         state = cls.from_circle(list(rules.initial_patch_ids), data["first_player"],
-                                ruleset=rules, seed=data["seed"], reserve=list(rules.late_patch_ids))
+                                ruleset=rules, seed=data.get("seed"), reserve=list(rules.late_patch_ids))
         state.circle = [int(i) for i in data["circle"]]
-        state.reserve = [int(i) for i in data.get("reserve", [])]
+        if "reserve" in data:
+            state.reserve = [int(i) for i in data["reserve"]]
+        else:  # a state without it: the late patches wait unless one is already in play
+            seen = set(state.circle) | {e["patch"] for side in data["placed"] for e in side}
+            state.reserve = [] if seen & set(rules.late_patch_ids) else sorted(rules.late_patch_ids)
         state.ply = int(data["ply"])
         state.positions = [int(v) for v in data["positions"]]
         state.buttons = [int(v) for v in data["buttons"]]
@@ -448,6 +481,8 @@ class GameState:
         state.on_top = int(data["on_top"])
         state.first_to_finish = data["first_to_finish"]
         state.pending_special = data["to_move"] if data["decision"] == SPECIAL else None
+        state.specials_pending = (int(data.get("specials_pending", 1)) if state.pending_special is not None
+                                  else 0)
         return state
 
     def __eq__(self, other: object) -> bool:

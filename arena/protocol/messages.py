@@ -119,6 +119,7 @@ class ComponentsJSON(TypedDict):
     late_patch_ids: list[int]  # Stack'n Stuff: join the circle when late_join_at are left
     late_join_at: int
     special_removable: bool  # Stack'n Stuff: a box may be removed instead of placed
+    take_every_special: bool  # Stack'n Stuff: a move takes every box it passes (Patchwork: one)
     currency: str
     unverified: str  # non-empty: a warning that these components are not verified
 
@@ -224,6 +225,7 @@ def components(ruleset: Ruleset) -> ComponentsJSON:
         "late_patch_ids": list(ruleset.late_patch_ids),
         "late_join_at": ruleset.late_join_at,
         "special_removable": ruleset.special_removable,
+        "take_every_special": ruleset.take_every_special,
         "currency": ruleset.currency,
         "unverified": ruleset.unverified,
     }
@@ -261,7 +263,7 @@ def move_request(seq: int, game_id: str, state: GameState | Mapping[str, Any],
                  legal_moves: bool = False) -> MoveRequestMessage:
     """A request for the seat to move in ``state``; ``legal_moves=True`` if the bot asked
     for them in its hello (needs a GameState, not its JSON)."""
-    state_json = state.to_json() if isinstance(state, GameState) else state
+    state_json = state.public_json() if isinstance(state, GameState) else state
     msg: MoveRequestMessage = {
         "type": "move_request",
         "seq": seq,

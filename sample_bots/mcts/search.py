@@ -118,10 +118,10 @@ class Search:
         return [ADVANCE] + [move for _, moves in buys for move in moves]
 
     def play(self, state: GameState, move: Move) -> None:
-        """Apply a move, and place a special patch it wins at once (same player)."""
+        """Apply a move, and place the special patches it wins at once (same player; a
+        Stack'n Stuff move can win several boxes)."""
         state.apply_unchecked(move)
-        player = state.pending_special
-        if player is not None:
+        while (player := state.pending_special) is not None:
             special = best_placement(self.know.special, state.quilts[player])
             state.apply_unchecked(special if special is not None else state.legal_moves()[0])
 
