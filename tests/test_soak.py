@@ -17,13 +17,15 @@ def test_short_soak_accounts_for_every_game_and_leaves_nothing(tmp_path: Path) -
     assert report.ok, summary
     assert report.stored == report.scheduled >= 50
     # the fork bomb, the network prober, the SIGTERM ignorer, the keyring user, the
-    # spinner and the snooping build play on; the balloon loses every game it plays,
-    # the crasher crashes, the connection flooder and the hostile error lose every game
+    # spinner and the snooping build play on (a slow fork may still cost one its move on a
+    # busy machine); the balloon loses every game it plays (killed out of memory, or out of
+    # time first when the machine is slow to give it memory); the crasher, the connection
+    # flooder and the hostile error lose every game their opponent did not lose first
     losers = {"bad-balloon", "bad-crash", "bad-connection_flood", "bad-hostile_error"}
-    assert set(report.by_bot) == losers, summary
+    assert losers <= set(report.by_bot), summary
+    assert all(set(report.by_bot[bot]) == {"timeout"} for bot in set(report.by_bot) - losers), summary
     games_each = 2 * (len(SHORT) + len(SHORT_SAMPLES) - 1)
-    # killed out of memory, or out of time first when the machine is slow to give it memory
     assert sum(report.by_bot["bad-balloon"].values()) == games_each, summary
     assert set(report.by_bot["bad-balloon"]) <= {"crash", "timeout"}, summary
-    assert sum(report.by_bot["bad-connection_flood"].values()) == games_each, summary
-    assert set(report.by_bot["bad-crash"]) == set(report.by_bot["bad-hostile_error"]) == {"crash"}
+    assert set(report.by_bot["bad-connection_flood"]) == {"protocol"}, summary
+    assert set(report.by_bot["bad-crash"]) == set(report.by_bot["bad-hostile_error"]) == {"crash"}, summary
