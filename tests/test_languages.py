@@ -178,3 +178,42 @@ def test_static_binary_passes_check_bot_strict(tmp_path: Path) -> None:
     run = arena("check-bot", str(folder), "--sandbox", "strict", "--games", "2", timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "PASS" in run.stdout
+
+
+WASM_PRELUDE = """
+// WebAssembly, as a bot compiled from Rust or C with emscripten uses it: V8 reserves about
+// 10 GiB of address space per memory, more than an address-space limit would allow.
+const wasm = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 5, 3, 1, 0, 1]));
+const instances = [0, 1, 2, 3].map(() => new WebAssembly.Instance(wasm));
+console.error(`${instances.length} WebAssembly instances`);
+"""
+
+
+@pytest.mark.slow
+def test_node_bot_using_webassembly_passes_check_bot_strict(tmp_path: Path) -> None:
+    need("node", "nodejs")
+    folder = tmp_path / "wasm"
+    folder.mkdir(mode=0o755)
+    source = kit_source("js", "wasm").replace('const NAME = "wasm";', 'const NAME = "wasm";\n' + WASM_PRELUDE)
+    assert "WebAssembly.Instance" in source
+    (folder / "bot.js").write_text(source)
+    (folder / "bot.toml").write_text('name = "wasm"\ncommand = "node bot.js"\nprotocol = "stdio"\n')
+    for path in folder.iterdir():
+        path.chmod(0o644)
+    run = arena("check-bot", str(folder), "--sandbox", "strict", "--games", "2", timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "PASS" in run.stdout
+
+
+def test_address_space_is_limited_only_where_no_memory_cgroup_bounds_the_bot() -> None:
+    limits = ResourceLimits()
+    sandbox = Sandbox()
+    assert sandbox.process_limits(limits, None) == limits  # no cgroup: the only memory bound
+    cgroup = sandbox.make_cgroup()
+    if cgroup is None or "memory" not in cgroup.folders:
+        pytest.skip("no memory cgroup on this host")
+    try:
+        lifted = sandbox.process_limits(limits, cgroup)
+    finally:
+        cgroup.remove(timeout_s=0)
+    assert lifted.address_space_bytes >= 1 << 48 and lifted.cpu_seconds == limits.cpu_seconds

@@ -34,6 +34,7 @@ error, never a silent downgrade.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import functools
 import os
@@ -69,6 +70,7 @@ _ETC_GLOBS = ("java-*",)
 _ETC_GENERATED = ("passwd", "group", "nsswitch.conf", "hosts")
 BOT_ACCOUNT = "arena-bot"  # the name getpwuid() gives the bot's uid inside the sandbox
 _PROBE_TIMEOUT_S = 30
+_NO_ADDRESS_SPACE_LIMIT = 1 << 62  # RLIMIT_AS in effect unlimited (ResourceLimits wants a positive number)
 _PROC_HIDDEN = ("/proc/keys", "/proc/key-users")  # /dev/null bound over them in the sandbox
 
 
@@ -192,6 +194,16 @@ class Sandbox:
                                     processes=self.limits.processes, cpus=self.limits.cpus)
         except OSError as exc:
             raise BotStartError(f"cannot make the bot's cgroup: {exc}") from None
+
+    def process_limits(self, limits: ResourceLimits, cgroup: BotCgroup | None) -> ResourceLimits:
+        """The per-process limits of a bot in ``cgroup``: with a memory cgroup, which bounds
+        what the bot really uses, no address-space limit. That limit would only break
+        runtimes that reserve far more address space than they use (V8 reserves about 10 GiB
+        for each WebAssembly memory, a JVM half the limit for its heap, sanitizers terabytes);
+        without a memory cgroup it is the only memory bound, and stays."""
+        if cgroup is not None and "memory" in cgroup.folders:
+            return dataclasses.replace(limits, address_space_bytes=_NO_ADDRESS_SPACE_LIMIT)
+        return limits
 
     def process_rlimit(self) -> int | None:
         """RLIMIT_NPROC for the bot's uid when no pids cgroup counts its processes."""
