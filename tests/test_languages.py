@@ -11,7 +11,6 @@ The starter kits (Python, pyzmq, Node.js, C, C++, Java) are checked in tests/tes
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -49,17 +48,15 @@ def uid() -> Iterator[int]:
 
 
 def in_sandbox(folder: Path, uid: int, argv: list[str], timeout: float = 120) -> CompletedProcess[str]:
-    """Run ``argv`` in a strict sandbox (under the seccomp filter) in ``folder``, as ``uid``,
-    with a bot's address-space limit (no cgroup)."""
-    space = ResourceLimits().address_space_bytes
+    """Run ``argv`` in a strict sandbox (under the seccomp filter) in ``folder``, as ``uid``
+    (no cgroup, and so, as for a bot in a memory cgroup, no address-space limit)."""
     folder.chmod(0o755)
     fd = seccomp.filter_fd()
     try:
         command = Sandbox(uid=uid).command(argv, folder=folder, seccomp_fd=fd)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
         return subprocess.run(command, pass_fds=(fd,), env=env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL,
-                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (space, space)))
+                              timeout=timeout, stdin=subprocess.DEVNULL)
     finally:
         os.close(fd)
 
@@ -132,8 +129,6 @@ def test_java_runtime_starts_with_its_configuration_and_a_named_user(tmp_path: P
     run = in_sandbox(tmp_path, uid, [java, "Probe.java"], timeout=300)  # the source launcher: javac inside
     assert run.returncode == 0, f"exit code {run.returncode}: {run.stderr}"
     assert f"USER {BOT_ACCOUNT} HOME /tmp" in run.stdout, run.stdout
-    # The JVM sizes its heap from a bot's 4 GiB address-space limit (half of it), not the machine's.
-    assert int(run.stdout.split("HEAP ")[1]) <= 2048, run.stdout
 
 
 def kit_source(lang: str, name: str) -> str:
