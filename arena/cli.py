@@ -542,6 +542,23 @@ def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -
     click.echo(f"ACCEPTED: installed as {done.installed}")
 
 
+@main.command("new-bot")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--lang", required=True, type=click.Choice(["python", "python-zmq", "js", "c", "cpp", "java"]),
+              help="The kit: python (stdio), python-zmq (pyzmq), js (Node.js), c, cpp or java.")
+@click.option("--name", help="The bot's name (default: made from FOLDER's name).")
+def new_bot(folder: Path, lang: str, name: str | None) -> None:
+    """Write a starter bot into FOLDER (new or empty): a program that speaks the protocol and
+    plays a legal move, and its bot.toml. It passes `arena check-bot FOLDER --sandbox strict`
+    as written; protocol/PROTOCOL.md says everything else."""
+    from arena.starter import DESCRIPTIONS, create
+
+    written = create(folder, lang, name)
+    click.echo(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
+               + ", ".join(str(p.relative_to(folder)) for p in written))
+    click.echo(f"next: arena check-bot {folder} --sandbox strict   (the spec: protocol/PROTOCOL.md)")
+
+
 from arena.cli_report import report  # noqa: E402  (registered last: the command lives in its own module)
 
 main.add_command(report)

@@ -205,6 +205,7 @@ class BotProcess:
                 os.close(pass_fds[0])
                 raise
             max_processes = sandbox.process_rlimit()
+            limits = sandbox.process_limits(limits, cgroup)
         try:
             cwd.mkdir(parents=True, exist_ok=True)
             if stderr_log is not None:

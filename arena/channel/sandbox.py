@@ -34,6 +34,7 @@ error, never a silent downgrade.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import functools
 import os
@@ -57,8 +58,19 @@ UID_BASE = 60000
 MAX_UIDS = 1000  # bots sandboxed at once on one machine
 SANDBOX_TMP = "/tmp"  # HOME and TMPDIR inside the sandbox
 _SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives")
+# The /etc a bot sees (read-only), what common runtimes read there and nothing secret: the
+# dynamic linker's cache and config; alternatives (java, awk...); the time zone; OpenSSL's
+# config and the public CA certificates (Node.js reads openssl.cnf at start, Python's ssl);
+# public name-service data; each JVM's own configuration (/etc/java-17-openjdk: jvm.cfg,
+# java.security). Never shadow, sudoers, ssh keys, ssl/private or the host's passwd/group:
+# those of the sandbox are generated (:func:`_etc_generated`).
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "alternatives",
+              "ssl/openssl.cnf", "ssl/certs", "os-release", "protocols", "services")
+_ETC_GLOBS = ("java-*",)
+_ETC_GENERATED = ("passwd", "group", "nsswitch.conf", "hosts")
+BOT_ACCOUNT = "arena-bot"  # the name getpwuid() gives the bot's uid inside the sandbox
 _PROBE_TIMEOUT_S = 30
+_NO_ADDRESS_SPACE_LIMIT = 1 << 62  # RLIMIT_AS in effect unlimited (ResourceLimits wants a positive number)
 _PROC_HIDDEN = ("/proc/keys", "/proc/key-users")  # /dev/null bound over them in the sandbox
 
 
@@ -126,9 +138,7 @@ class Sandbox:
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
         args += ["--perms", "0755", "--dir", "/etc"]  # else bwrap makes it 0700: unreadable to the bot
-        for name in _ETC_FILES:
-            if (Path("/etc") / name).exists():
-                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        args += _etc_args(self.uid)
         args += ["--proc", "/proc", "--dev", "/dev"]
         # Defence in depth beside the seccomp filter: no view of the machine's keyring.
         args += [a for name in _PROC_HIDDEN if Path(name).exists() for a in ("--ro-bind", "/dev/null", name)]
@@ -184,6 +194,16 @@ class Sandbox:
                                     processes=self.limits.processes, cpus=self.limits.cpus)
         except OSError as exc:
             raise BotStartError(f"cannot make the bot's cgroup: {exc}") from None
+
+    def process_limits(self, limits: ResourceLimits, cgroup: BotCgroup | None) -> ResourceLimits:
+        """The per-process limits of a bot in ``cgroup``: with a memory cgroup, which bounds
+        what the bot really uses, no address-space limit. That limit would only break
+        runtimes that reserve far more address space than they use (V8 reserves about 10 GiB
+        for each WebAssembly memory, a JVM half the limit for its heap, sanitizers terabytes);
+        without a memory cgroup it is the only memory bound, and stays."""
+        if cgroup is not None and "memory" in cgroup.folders:
+            return dataclasses.replace(limits, address_space_bytes=_NO_ADDRESS_SPACE_LIMIT)
+        return limits
 
     def process_rlimit(self) -> int | None:
         """RLIMIT_NPROC for the bot's uid when no pids cgroup counts its processes."""
@@ -308,6 +328,61 @@ class UidClaim:
             self._handle = None
 
 
+def _etc_args(uid: int) -> list[str]:
+    """The bwrap options that fill the sandbox's /etc: the host's :data:`_ETC_FILES` and
+    :data:`_ETC_GLOBS` that exist, read-only, and the generated :data:`_ETC_GENERATED`."""
+    etc = Path("/etc")
+    names = [n for n in _ETC_FILES if (etc / n).exists()]
+    names += sorted(p.name for pattern in _ETC_GLOBS for p in etc.glob(pattern) if p.is_dir())
+    args: list[str] = []
+    made: set[str] = set()
+    for name in names:
+        parent = str(Path(name).parent)
+        if parent != "." and parent not in made:  # bwrap would make it 0700
+            args += ["--perms", "0755", "--dir", f"/etc/{parent}"]
+            made.add(parent)
+        args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    generated = _etc_generated(uid)
+    for name in _ETC_GENERATED:
+        args += ["--ro-bind", str(generated / name), f"/etc/{name}"]
+    return args
+
+
+def _etc_generated(uid: int) -> Path:
+    """A folder of the /etc files generated for the bot running as ``uid``: a passwd and a
+    group naming only root, the bot (:data:`BOT_ACCOUNT`, home /tmp, no shell) and nobody, so
+    that ``getpwuid()`` works (a JVM sets ``user.name`` from it) without showing the host's
+    accounts; an nsswitch.conf reading only those files; a hosts naming only localhost."""
+    nologin = "/usr/sbin/nologin"
+    files = {
+        "passwd": (f"root:x:0:0:root:/root:{nologin}\n"
+                   f"{BOT_ACCOUNT}:x:{uid}:{uid}:patchwork-arena bot:{SANDBOX_TMP}:{nologin}\n"
+                   f"nobody:x:65534:65534:nobody:/nonexistent:{nologin}\n"),
+        "group": f"root:x:0:\n{BOT_ACCOUNT}:x:{uid}:\nnogroup:x:65534:\n",
+        "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\nservices: files\n"
+                         "protocols: files\n",
+        "hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    }
+    base = Path("/run/arena-etc") if Path("/run").is_dir() and os.geteuid() == 0 \
+        else Path(tempfile.gettempdir()) / f"arena-etc-{os.geteuid()}"
+    folder = base / str(uid)
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = folder / name
+        try:
+            if path.read_text() == text:
+                continue
+        except OSError:
+            pass
+        # Written aside and renamed: bots starting at once in other processes may read it.
+        fd, spare = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.chmod(spare, 0o644)
+        os.replace(spare, path)
+    return folder
+
+
 def _is_account(uid: int) -> bool:
     try:
         pwd.getpwuid(uid)
@@ -330,5 +405,5 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-__all__ = ["LEVELS", "SANDBOX_TMP", "UID_BASE", "Sandbox", "SandboxLimits", "UidClaim",
+__all__ = ["BOT_ACCOUNT", "LEVELS", "SANDBOX_TMP", "UID_BASE", "Sandbox", "SandboxLimits", "UidClaim",
            "check_strict_available", "runtime_paths"]
