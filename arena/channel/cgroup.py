@@ -175,28 +175,24 @@ class BotCgroup:
         freezer, or when some task is still on its way (one in an uninterruptible sleep,
         say): it freezes as soon as it can, nothing more to do.
         """
-        if not self._open_freezer():
-            return False
-        fd = self._freezer_fd
-        if self._version["freezer"] == 1:
-            os.write(fd, b"FROZEN")
-            return _wait_for(lambda: os.pread(fd, 16, 0) == b"FROZEN\n", timeout_s)
-        os.write(fd, b"1")
-        events = self._events_fd
-        return _wait_for(lambda: b"frozen 1" in os.pread(events, 256, 0), timeout_s)
+        return self._set_frozen(True, timeout_s)
 
     def thaw(self, timeout_s: float = FREEZE_TIMEOUT_S) -> bool:
         """Let every process of the bot run again; True once the kernel says so (False
         without a freezer)."""
+        return self._set_frozen(False, timeout_s)
+
+    def _set_frozen(self, frozen: bool, timeout_s: float) -> bool:
         if not self._open_freezer():
             return False
         fd = self._freezer_fd
         if self._version["freezer"] == 1:
-            os.write(fd, b"THAWED")
-            return _wait_for(lambda: os.pread(fd, 16, 0) == b"THAWED\n", timeout_s)
-        os.write(fd, b"0")
-        events = self._events_fd
-        return _wait_for(lambda: b"frozen 0" in os.pread(events, 256, 0), timeout_s)
+            state = b"FROZEN" if frozen else b"THAWED"
+            os.write(fd, state)
+            return _wait_for(lambda: os.pread(fd, 16, 0) == state + b"\n", timeout_s)
+        os.write(fd, b"1" if frozen else b"0")
+        events, wanted = self._events_fd, b"frozen 1" if frozen else b"frozen 0"
+        return _wait_for(lambda: wanted in os.pread(events, 256, 0), timeout_s)
 
     def _open_freezer(self) -> bool:
         """Open the freezer's control files once (on the hot path, an open costs more than
