@@ -235,10 +235,12 @@ class BotHandle:
             return ("no shell is run: 'command' is executed as it is, so put the commands in a "
                     "script (e.g. run.sh with its #! line) and run that")
         stdio = self.manifest.protocol == "stdio"
+        if (not stdio and not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
+                and any(_HELLO_LINE.search(line) for line in self.log_tail(200))):
+            # under the bridge a bot's stdout goes to its log (and its stdin is empty)
+            return ("this bot's log holds a hello, so it speaks JSON lines on stdout: set "
+                    "protocol = \"stdio\" in its bot.toml")
         if isinstance(error, BotStartError) and self._no_hello:
-            if not stdio and any(_HELLO_LINE.search(line) for line in self.log_tail(200)):
-                return ("this bot's log holds a hello, so it speaks JSON lines on stdout: set "
-                        "protocol = \"stdio\" in its bot.toml")
             if stdio and isinstance(self.channel, StdioChannel):
                 if self.channel.partial_line().strip():
                     return ("it wrote part of a line and no newline: end each message with a "
