@@ -103,8 +103,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     over.append((took, limit))
             stale += result.stale_replies  # all the bot's: the opponent (random) sends none
             report.lines.append(f"game {game + 1} (seat {seats.index(0)}): "
-                                f"{outcome_text(result, seats)}, {len(mine)} moves, "
-                                f"{result.termination.value}")
+                                f"{outcome_text(result, seats)}, {len(mine)} moves"
+                                + (", normal" if result.loser is None else ""))
             if result.loser is not None and seats[result.loser] == 0:
                 report.problems.append(f"game {game + 1}: {result.termination.value}: "
                                        f"{result.detail}")

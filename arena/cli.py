@@ -153,9 +153,12 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     else:
         click.echo(render(states[-1], players))  # type: ignore[arg-type]
     result = record["result"]
-    click.echo(f"result: {result['reason']}; scores {result['scores'][0]} : "
-               f"{result['scores'][1]}; winner {players[result['winner']]}"
-               + (f" ({for_terminal(result['detail'], newlines=False)})" if result.get("detail") else ""))
+    line = (f"result: {result['reason']}; scores {result['scores'][0]} : "
+            f"{result['scores'][1]}; winner {players[result['winner']]}")
+    if result.get("detail"):  # a failure: its first line, then the loser's log tail if any
+        _echo_detail(str(result["detail"]), line + ": ")
+    else:
+        click.echo(line)
 
 
 def _describe_move(entry: dict, players: tuple) -> str:
