@@ -34,14 +34,17 @@ def check_bot(folder: Path, *args: str) -> tuple[int, str]:
 
 
 def test_no_hello_hints_name_the_cause(tmp_path: Path) -> None:
-    """Three bots whose hello never gets through (20 s each, run side by side): unflushed
-    stdout, a message without its newline, and a stdio bot whose manifest says zmq."""
+    """Bots whose hello never gets through (20 s each, run side by side): unflushed stdout,
+    a message without its newline, a stdio bot whose manifest says zmq, and a ZeroMQ bot
+    that never connects."""
     bots = [newcomer(tmp_path, "unflushed.py"), newcomer(tmp_path, "no_newline.py"),
-            newcomer(tmp_path, "stdio_bot.py", protocol="zmq", name="zmq-manifest")]
+            newcomer(tmp_path, "stdio_bot.py", protocol="zmq", name="zmq-manifest"),
+            misbehaving_bot(tmp_path / "silent", "slow_start").folder]
     with ThreadPoolExecutor(len(bots)) as pool:
-        (code1, out1), (code2, out2), (code3, out3) = pool.map(check_bot, bots)
-    for code, out in ((code1, out1), (code2, out2)):
+        (code1, out1), (code2, out2), (code3, out3), (code4, out4) = pool.map(check_bot, bots)
+    for code, out in ((code1, out1), (code2, out2), (code4, out4)):
         assert code == 1 and "no hello within 20 s" in out, out
+    assert "connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT" in out4, out4
     assert code3 == 1 and "a bot must play many games" not in out3, out3  # its stdin is empty: it exits
     assert "it wrote nothing on stdout: flush your stdout after each message" in out1, out1
     assert "it wrote part of a line and no newline" in out2, out2

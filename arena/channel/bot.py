@@ -235,20 +235,26 @@ class BotHandle:
             return ("no shell is run: 'command' is executed as it is, so put the commands in a "
                     "script (e.g. run.sh with its #! line) and run that")
         stdio = self.manifest.protocol == "stdio"
-        if (not stdio and not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
-                and any(_HELLO_LINE.search(line) for line in self.log_tail(200))):
+        starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
+        exited_0 = isinstance(error, BotTerminatedError) and "exit code 0" in str(error)
+        hello_in_log = starting and any(_HELLO_LINE.search(line) for line in self.log_tail(200))
+        if hello_in_log and not stdio:
             # under the bridge a bot's stdout goes to its log (and its stdin is empty)
             return ("this bot's log holds a hello, so it speaks JSON lines on stdout: set "
                     "protocol = \"stdio\" in its bot.toml")
-        if isinstance(error, BotStartError) and self._no_hello:
-            if stdio and isinstance(self.channel, StdioChannel):
-                if self.channel.partial_line().strip():
-                    return ("it wrote part of a line and no newline: end each message with a "
-                            "newline and flush your stdout after each message")
-                return ("it wrote nothing on stdout: flush your stdout after each message "
-                        "(print(..., flush=True), fflush(stdout), System.out.flush())")
-            return ""
-        if isinstance(error, BotTerminatedError) and "exit code 0" in str(error):
+        if hello_in_log:
+            return "its hello went to its log (stderr): write messages to stdout"
+        if starting and stdio and self._no_hello and isinstance(self.channel, StdioChannel):
+            if self.channel.partial_line().strip():
+                return ("it wrote part of a line and no newline: end each message with a "
+                        "newline and flush your stdout after each message")
+            return ("it wrote nothing on stdout: flush your stdout after each message "
+                    "(print(..., flush=True), fflush(stdout), System.out.flush())")
+        if starting and not stdio and (self._no_hello or exited_0):
+            return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
+                    "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
+                    "protocol = \"stdio\" in its bot.toml")
+        if exited_0 and self.hello:
             return ("it exited by itself: a bot must play many games, one after another, until "
                     "the referee sends shutdown")
         if isinstance(error, MalformedMessageError) and stdio and self._bad_text.lstrip()[:1] in ("{", "["):
