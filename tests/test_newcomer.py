@@ -27,8 +27,11 @@ def newcomer(tmp_path: Path, script: str, *args: str, protocol: str = "stdio",
     return folder
 
 
-def check_bot(folder: Path, *args: str) -> tuple[int, str]:
-    proc = arena("check-bot", str(folder), "--games", "2", *args)
+def check_bot(folder: Path, *args: str, logs: bool = True) -> tuple[int, str]:
+    """``arena check-bot FOLDER``, its logs beside the folder (``logs=False``: the default, a
+    new temporary folder that is kept)."""
+    where = ["--logs", str(folder.parent / f"{folder.name}-logs")] if logs else []
+    proc = arena("check-bot", str(folder), "--games", "2", *where, *args)
     assert not re.search("^Traceback", proc.stderr, re.M), proc.stderr  # the bot's are indented
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -64,11 +67,15 @@ def test_dealer_without_identity_is_told_to_set_it(tmp_path: Path) -> None:
 
 
 def test_a_traceback_is_shown_and_the_log_kept(tmp_path: Path) -> None:
-    code, out = check_bot(newcomer(tmp_path, "key_error.py"))
+    code, out = check_bot(newcomer(tmp_path, "key_error.py"), logs=False)
     assert code == 1 and "crash" in out, out
     assert "KeyError: 'my_buttons'" in out, out  # the log tail, in the report
     log = re.search(r"the bot's log is kept: (\S+)", out)
-    assert log is not None and "KeyError" in Path(log.group(1)).read_text()
+    assert log is not None, out
+    try:
+        assert "KeyError" in Path(log.group(1)).read_text()
+    finally:
+        shutil.rmtree(Path(log.group(1)).parent)
 
 
 def test_a_bot_that_stops_after_one_game(tmp_path: Path) -> None:
