@@ -68,7 +68,8 @@ class Tally:
         self.wins += game.won
         self.margins.append(game.margin)
         self.think_ms.extend(game.think_ms)
-        limits = [first_move_ms] + [per_move_ms] * (len(game.think_ms) - 1)
+        tc = TimeControl(per_move_ms, 0, first_move_ms)  # its limits, as arena.clock says
+        limits = [tc.limit_ms(first_move=i == 0) for i in range(len(game.think_ms))]
         self.over_limit += sum(t > limit for t, limit in zip(game.think_ms, limits, strict=True))
         if game.termination != "normal":
             self.failures.append(f"seed {game.seed} seat {game.seat}: {game.termination}: {game.detail}")

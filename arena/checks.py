@@ -6,11 +6,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.channel.manifest import Manifest
+from arena.channel.bot import START_TIMEOUT_S
+from arena.channel.manifest import Manifest, ManifestError
+from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.match import BotPool, sample_bots_dir
-from arena.referee import TimeControl
+from arena.referee import GameResult, failure_detail, termination_for
 from arena.untrusted import inside, refuse_symlinks
 
 SLOW_START_S = 2.0
@@ -20,6 +22,18 @@ SLOW_START_S = 2.0
 class ConformanceReport:
     lines: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # worth fixing; the bot still passes
+    log: Path | None = None  # the bot's stderr log, kept after the check
+
+
+def outcome_text(result: GameResult, seats: tuple[int, int], me: int = 0) -> str:
+    """How a game ended for entrant ``me``: "won 12 : 5", or for a forfeit "lost by
+    start_failure" (the scores of a game cut short mean nothing)."""
+    won = seats[result.winner] == me
+    if result.loser is None:
+        mine = seats.index(me)
+        return f"{'won' if won else 'lost'} {result.scores[mine]} : {result.scores[1 - mine]}"
+    return f"{'won' if won else 'lost'} by {result.termination.value}"
 
 
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
@@ -28,10 +42,15 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     sandbox: str = "none", submitting: bool = False) -> ConformanceReport:
     """Build the bot, time its handshake, play ``games`` games against random in both seats
     (confined by ``sandbox``, "none" or "strict", as a tournament would). ``submitting``
-    also refuses a folder holding symbolic links (it is about to be copied)."""
+    also refuses a folder holding symbolic links (it is about to be copied). The logs go
+    to ``log_dir``, or to a new temporary folder that is kept (``report.log`` names the
+    bot's log)."""
     report = ConformanceReport()
     try:
         manifest = Manifest.load(bot)
+    except ManifestError as exc:
+        report.problems.extend(f"{exc.path}: {problem}" for problem in exc.problems)
+        return report
     except ArenaError as exc:
         report.problems.append(str(exc))
         return report
@@ -45,45 +64,67 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                         f"command {' '.join(manifest.command)!r}")
     opponent = Manifest.load(sample_bots_dir() / "random")
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
-    with tempfile.TemporaryDirectory(prefix="arena-check-") as tmp:
-        logs = log_dir or Path(tmp)
-        with BotPool([manifest, opponent], logs, sandbox=sandbox) as pool:
-            if 0 in pool.build_errors:
-                report.problems.append(pool.build_errors[0])
-                return report
-            if manifest.build:
-                report.lines.append("build: ok")
-            try:
-                seconds = pool.start_time(0)
-            except ArenaError as exc:
-                report.problems.append(f"start: {exc}")
-                return report
-            hello = pool.handles[0].hello
-            report.lines.append(f"handshake: ok in {seconds * 1000:.0f} ms (hello: name "
-                                f"{hello['name']!r}, version {hello['version']!r}, legal_moves "
-                                f"{pool.handles[0].wants_legal_moves})")
-            if seconds > SLOW_START_S:
-                report.problems.append(f"slow start: the hello came after {seconds:.1f} s "
-                                       f"(keep it under {SLOW_START_S:g} s)")
-            slowest = 0.0
-            for game in range(games):
-                seats = (0, 1) if game % 2 == 0 else (1, 0)
-                result = pool.play(*seats, seed=game // 2, time_control=tc, ruleset=ruleset,
-                                   game_id=f"check-{game + 1}")
-                mine = [m for m in result.record["moves"] if seats[m["player"]] == 0]
-                slowest = max([slowest] + [m["time_ms"] for m in mine])
-                outcome = "won" if seats[result.winner] == 0 else "lost"
-                report.lines.append(f"game {game + 1} (seat {seats.index(0)}): {outcome} "
-                                    f"{result.scores[seats.index(0)]} : "
-                                    f"{result.scores[1 - seats.index(0)]}, "
-                                    f"{len(mine)} moves, {result.termination.value}")
-                if result.loser is not None and seats[result.loser] == 0:
-                    report.problems.append(f"game {game + 1}: {result.termination.value}: "
-                                           f"{result.detail}")
-            report.lines.append(f"slowest move: {slowest:.0f} ms (per-move limit {per_move_ms} ms)")
-            if slowest > per_move_ms:
-                report.problems.append(f"a move took {slowest:.0f} ms, over the {per_move_ms} ms "
-                                       "per-move limit (it drew on the bank)")
+    logs = log_dir or Path(tempfile.mkdtemp(prefix="arena-check-"))
+    with BotPool([manifest, opponent], logs, sandbox=sandbox) as pool:
+        report.log = pool.handles[0].stderr_log
+        report.lines.append(f"bot log: {report.log}")
+        if 0 in pool.build_errors:
+            report.problems.append(pool.build_errors[0])
+            return report
+        if manifest.build:
+            report.lines.append("build: ok")
+        try:
+            seconds = pool.start_time(0)
+        except ArenaError as exc:
+            report.problems.append(f"start: {failure_detail(pool.handles[0], exc, termination_for(exc))}")
+            return report
+        hello = pool.handles[0].hello
+        report.lines.append(f"handshake: ok in {seconds * 1000:.0f} ms (hello: name "
+                            f"{hello['name']!r}, version {hello['version']!r}, legal_moves "
+                            f"{pool.handles[0].wants_legal_moves})")
+        if seconds > SLOW_START_S:  # a warning: the referee waits START_TIMEOUT_S, and load varies
+            report.warnings.append(f"slow start: the hello came after {seconds:.1f} s (keep it under "
+                                   f"{SLOW_START_S:g} s; the referee gives up after "
+                                   f"{START_TIMEOUT_S:g} s)")
+        slowest = [0.0, 0.0]  # the bot's slowest first move of a game, and other move
+        over: list[tuple[float, int]] = []  # moves over their limit: ms, limit
+        stale = 0
+        for game in range(games):
+            seats = (0, 1) if game % 2 == 0 else (1, 0)
+            result = pool.play(*seats, seed=game // 2, time_control=tc, ruleset=ruleset,
+                               game_id=f"check-{game + 1}")
+            moves = result.record["moves"]
+            limits = move_limits_ms(tc, [m["player"] for m in moves])
+            mine = [(m["time_ms"], limit) for m, limit in zip(moves, limits, strict=True)
+                    if seats[m["player"]] == 0]
+            for index, (took, limit) in enumerate(mine):  # limit: arena.clock's, as the referee's
+                slowest[index > 0] = max(slowest[index > 0], took)
+                if took > limit:
+                    over.append((took, limit))
+            stale += result.stale_replies  # all the bot's: the opponent (random) sends none
+            report.lines.append(f"game {game + 1} (seat {seats.index(0)}): "
+                                f"{outcome_text(result, seats)}, {len(mine)} moves"
+                                + (", normal" if result.loser is None else ""))
+            if result.loser is not None and seats[result.loser] == 0:
+                report.problems.append(f"game {game + 1}: {result.termination.value}: "
+                                       f"{result.detail}")
+        exits = pool.handles[0].exited_on_its_own
+        if exits:
+            report.problems.append(
+                f"the bot exited between games ({exits[0]}) and had to be started again "
+                f"{len(exits)} time(s): a bot must play many games, one after another, until the "
+                "referee sends shutdown")
+        report.lines.append(f"slowest first move: {slowest[0]:.0f} ms (limit {tc.first_move_ms} ms); "
+                            f"slowest other move: {slowest[1]:.0f} ms (limit {tc.per_move_ms} ms)")
+        if over:
+            took, limit = max(over, key=lambda move: move[0] - move[1])
+            report.problems.append(f"{len(over)} move(s) over their limit, drawing on the bank: "
+                                   f"the worst took {took:.0f} ms, limit {limit} ms")
+        if stale:
+            report.warnings.append(
+                f"{stale} stale repl{'y' if stale == 1 else 'ies'}: the bot answered a request it "
+                "had already answered (the referee drops such replies; answer each move_request "
+                "exactly once, with its seq)")
     return report
 
 

@@ -5,6 +5,7 @@ Every ArenaError becomes a one-line message and exit status 1, never a traceback
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -152,9 +153,12 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     else:
         click.echo(render(states[-1], players))  # type: ignore[arg-type]
     result = record["result"]
-    click.echo(f"result: {result['reason']}; scores {result['scores'][0]} : "
-               f"{result['scores'][1]}; winner {players[result['winner']]}"
-               + (f" ({for_terminal(result['detail'], newlines=False)})" if result.get("detail") else ""))
+    line = (f"result: {result['reason']}; scores {result['scores'][0]} : "
+            f"{result['scores'][1]}; winner {players[result['winner']]}")
+    if result.get("detail"):  # a failure: its first line, then the loser's log tail if any
+        _echo_detail(str(result["detail"]), line + ": ")
+    else:
+        click.echo(line)
 
 
 def _describe_move(entry: dict, players: tuple) -> str:
@@ -200,6 +204,42 @@ def _announce_sandbox(level: str, pondering: bool = False) -> None:
         click.echo("sandbox strict: " + "; ".join(check_strict_available(pondering=pondering)))
 
 
+TRACE_CHARS = 160  # a traced message longer than this is shortened
+
+
+class _TraceHandler(logging.Handler):
+    """Prints the wire log (arena.wire: ``name >> line`` from a bot, ``name << line`` to it)
+    on stderr, one line each, shortened and made safe for a terminal."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if len(text) > TRACE_CHARS:
+            text = text[:TRACE_CHARS - 3] + "..."
+        click.echo(for_terminal(text, newlines=False), err=True)
+
+
+def _trace_option(func):  # type: ignore[no-untyped-def]
+    return click.option("--trace", is_flag=True,
+                        help="Print every message both ways on stderr: 'name >> line' from a bot, "
+                             "'name << line' to it (long lines shortened).")(func)
+
+
+def _start_trace(trace: bool) -> None:
+    if trace:
+        wire = logging.getLogger("arena.wire")
+        wire.setLevel(logging.DEBUG)
+        wire.addHandler(_TraceHandler())
+
+
+def _echo_detail(detail: str, first: str) -> None:
+    """``first`` (a line ending with the detail's first line), then the rest of the detail
+    (a failing bot's log tail) indented, all safe for a terminal."""
+    lines = detail.split("\n")
+    click.echo(for_terminal(first + lines[0], newlines=False))
+    for line in lines[1:]:
+        click.echo("    " + for_terminal(line, newlines=False))
+
+
 _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and between games "
                    "(by default they are frozen off their turn).")
 
@@ -220,9 +260,10 @@ _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and be
 @_game_options
 @_sandbox_option("none")
 @click.option("--pondering", is_flag=True, help=_PONDERING_HELP)
+@_trace_option
 def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bool, out: Path | None,
          logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int, game: str,
-         components_file: Path | None, sandbox: str, pondering: bool) -> None:
+         components_file: Path | None, sandbox: str, pondering: bool, trace: bool) -> None:
     """Play games between two bot folders (each with a bot.toml); seats alternate.
 
     \b
@@ -230,14 +271,16 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
       arena play path/to/mybot sample_bots/mcts --games 10
       arena play sample_bots/mcts sample_bots/greedy --games 2 --show
     """
+    from arena.checks import outcome_text
+    from arena.clock import TimeControl
     from arena.engine.render import render
     from arena.match import BotPool, load_manifests
     from arena.records import append_record
-    from arena.referee import TimeControl
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
     rules = _ruleset(game, edition, components_file)
     manifests = load_manifests([bot_a, bot_b])
+    _start_trace(trace)
     wins = [0, 0]
     failures = 0
     _announce_sandbox(sandbox, pondering)
@@ -262,13 +305,19 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
             winner = seats[result.winner]
             wins[winner] += 1
             failures += result.termination.value != "normal"
-            s0, s1 = result.scores
             line = (f"game {number + 1}: seed {game_seed}, {names[seats[0]]} (seat 0) vs "
-                    f"{names[seats[1]]} (seat 1): {s0} : {s1}, {names[winner]} wins "
-                    f"({result.termination.value}) in {result.duration_s:.2f} s")
+                    f"{names[seats[1]]} (seat 1): ")
+            if result.loser is None:
+                s0, s1 = result.scores
+                line += f"{s0} : {s1}, {names[winner]} wins"
+            else:  # the scores of a game cut short mean nothing
+                line += (f"aborted, {names[seats[result.loser]]} "
+                         f"{outcome_text(result, seats, seats[result.loser])}, {names[winner]} wins")
+            line += f" ({result.termination.value}) in {result.duration_s:.2f} s"
             if result.detail:
-                line += f": {result.detail}"
-            click.echo(for_terminal(line, newlines=False))
+                _echo_detail(result.detail, line + ": ")
+            else:
+                click.echo(for_terminal(line, newlines=False))
     click.echo(f"summary: {names[0]} {wins[0]} - {wins[1]} {names[1]} over {games} game(s); "
                f"{failures} ended abnormally" + (f"; records appended to {out}" if out else ""))
 
@@ -282,21 +331,31 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 @_time_control_options
 @_game_options
 @_sandbox_option("none")
+@_trace_option
 def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_ms: int,
-              first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
+              first_move_ms: int, game: str, components_file: Path | None, sandbox: str,
+              trace: bool) -> None:
     """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
     from arena.checks import run_conformance
 
     _announce_sandbox(sandbox)
+    _start_trace(trace)
     report = run_conformance(bot, games=games, log_dir=logs, ruleset=_ruleset(game, None, components_file),
                              per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms,
                              sandbox=sandbox)
     for line in report.lines:
         click.echo(for_terminal(line, newlines=False))
+    for warning in report.warnings:
+        click.echo(f"warning: {for_terminal(warning, newlines=False)}", err=True)
     if report.problems:
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
         for problem in report.problems:
-            click.echo(f"  - {for_terminal(problem, newlines=False)}", err=True)
+            first, *rest = problem.split("\n")
+            click.echo(f"  - {for_terminal(first, newlines=False)}", err=True)
+            for line in rest:
+                click.echo(f"      {for_terminal(line, newlines=False)}", err=True)
+        if report.log is not None:
+            click.echo(f"the bot's log is kept: {report.log}", err=True)
         raise SystemExit(1)
     click.echo("PASS: the bot conforms to the protocol")
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.channel.bot import BotHandle
+from arena.clock import DEFAULT_TIME_CONTROL, GameClock, TimeControl
 from arena.engine import GameState, Move, Ruleset, Termination
 from arena.errors import (
     ArenaError,
@@ -41,27 +42,9 @@ from arena.records import make_record, utc_now
 log = logging.getLogger("arena.referee")
 
 MAX_STALE_REPLIES = 100  # stale replies tolerated during one request before it is a flood
+DETAIL_CAP = 2048  # characters of a recorded failure detail (its log tail is cut to fit)
 
-
-@dataclass(frozen=True)
-class TimeControl:
-    """Per-move limit, a bank a bot may draw on when it overruns, and a larger first move.
-
-    A bot's allowance for one move is its per-move limit (``first_move_ms`` for its
-    first move of a game) plus what is left of its bank; time beyond the per-move
-    limit is taken from the bank.
-    """
-
-    per_move_ms: int = 1000
-    bank_ms: int = 10_000
-    first_move_ms: int = 5000
-
-    def to_json(self) -> dict[str, int]:
-        return {"per_move_ms": self.per_move_ms, "bank_ms": self.bank_ms,
-                "first_move_ms": self.first_move_ms}
-
-
-DEFAULT_TIME_CONTROL = TimeControl()
+__all__ = ["DEFAULT_TIME_CONTROL", "GameResult", "MoveCallback", "TimeControl", "play_game"]
 
 _REASONS: list[tuple[type[Exception], Termination]] = [
     (BotTimeoutError, Termination.TIMEOUT),
@@ -126,8 +109,7 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
     players = (bots[0].name, bots[1].name)
     components_table = wire_components(state.ruleset)
     moves: list[dict[str, Any]] = []
-    banks_ms = [float(time_control.bank_ms)] * 2
-    moved = [False, False]
+    clocks = GameClock(time_control)
     overhead: list[int] = []
     freeze_ns: list[int] = []
     stale = 0
@@ -150,12 +132,12 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
             request: dict[str, Any] = {
                 "type": "move_request", "seq": seq, "game_id": game_id, "state": state.public_json(),
                 # per_move_ms is the limit of that seat's next move (larger for its first)
-                "clocks": [{"bank_ms": int(banks_ms[s]), "per_move_ms": time_control.per_move_ms
-                            if moved[s] else time_control.first_move_ms} for s in (0, 1)]}
+                "clocks": clocks.to_json()}
             if bot.wants_legal_moves:
                 cols = state.ruleset.cols
                 request["legal_moves"] = [m.to_json(cols) for m in state.legal_moves()]
-            limit_ms = time_control.per_move_ms if moved[mover] else time_control.first_move_ms
+            limit_ms = clocks.limit_ms(mover)
+            bank_ms = clocks.bank_ms(mover)
             text = encode(request)
             t_thaw = time.perf_counter_ns()
             bot.thaw()
@@ -163,7 +145,7 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
             sent = clock()  # the clock starts once the bot can run
             _send_text(bot, mover, text)
             overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
-            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms + banks_ms[mover], clock)
+            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock)
             used_ms = (clock() - sent) * 1000.0
             t_ready = time.perf_counter_ns()
             bot.freeze()
@@ -171,12 +153,8 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
             t_ready = time.perf_counter_ns()
             decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
             stale += stale_now
-            moved[mover] = True
-            banks_ms[mover] -= max(0.0, used_ms - limit_ms)
-            if banks_ms[mover] < 0:  # the reply arrived just past the deadline
-                raise _Forfeit(mover, BotTimeoutError(
-                    f"{bot.name} took {used_ms:.0f} ms, more than its {limit_ms} ms limit plus "
-                    f"bank (overrun {-banks_ms[mover]:.0f} ms)"))
+            if clocks.charge(mover, used_ms) > 0:  # the reply arrived just past the deadline
+                raise _Forfeit(mover, BotTimeoutError(_too_slow(bot.name, used_ms, limit_ms, bank_ms)))
             try:
                 move = Move.from_json(reply["move"], state.ruleset.rows, state.ruleset.cols)
                 state.apply(move)
@@ -193,7 +171,7 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
     except _Forfeit as forfeit:
         loser = forfeit.seat
         termination = termination_for(forfeit.error)
-        detail = str(forfeit.error)
+        detail = failure_detail(bots[loser], forfeit.error, termination)
         log.info("game %s: %s loses: %s (%s)", game_id, players[loser], termination.value, detail)
         _tell_offender(bots[loser], termination, detail)
         bots[loser].kill()
@@ -214,8 +192,9 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
     for seat in (0, 1):
         if seat != loser and bots[seat].is_running():
             try:
+                # The first line only: the loser's log tail is not for its opponent to read.
                 _send(bots[seat], seat, {"type": "game_over", "game_id": game_id, "result": {
-                    **result, "loser": loser, "detail": detail}})
+                    **result, "loser": loser, "detail": detail.split("\n", 1)[0]}})
             except _Forfeit as late:  # the game is decided; a bot dying now is only logged
                 log.info("game %s: %s failed after the game: %s", game_id, players[seat], late)
                 bots[seat].kill()
@@ -233,9 +212,35 @@ def _tell_offender(bot: BotHandle, termination: Termination, detail: str) -> Non
     if termination in (Termination.CRASH, Termination.START_FAILURE) or not bot.is_running():
         return
     try:
-        bot.send({"type": "error", "message": f"{termination.value}: {detail}"[:1000]})
+        bot.send({"type": "error", "message": f"{termination.value}: {detail.split(chr(10), 1)[0]}"[:1000]})
     except ArenaError:
         pass
+
+
+def _too_slow(name: str, used_ms: float, limit_ms: int, bank_ms: float) -> str:
+    return (f"{name} took {used_ms:.0f} ms for a move: its limit was {limit_ms} ms plus "
+            f"{bank_ms:.0f} ms left in its bank ({limit_ms + bank_ms:.0f} ms in all)")
+
+
+def failure_detail(bot: BotHandle, error: Exception, termination: Termination) -> str:
+    """The recorded reason: the error, a hint when it is a common mistake, and for a start
+    failure or a crash the last lines of the bot's log (what it printed before it died),
+    all within DETAIL_CAP characters; the first line stands alone."""
+    detail = " ".join(str(error).splitlines())
+    hint = bot.hint(error)
+    if hint:
+        detail += f" - hint: {hint}"
+    detail = detail[:DETAIL_CAP // 2]
+    if termination not in (Termination.CRASH, Termination.START_FAILURE) or bot.broken is not None:
+        return detail
+    tail = bot.log_tail()
+    if not tail:
+        return detail + f"\n(its log {bot.stderr_log} is empty)"
+    room = DETAIL_CAP - len(detail) - len(str(bot.stderr_log)) - 40
+    while tail and sum(len(line) + 3 for line in tail) > room:
+        tail = tail[1:]
+    return (detail + f"\nthe last {len(tail)} lines of its log {bot.stderr_log}:"
+            + "".join(f"\n  {line}" for line in tail))
 
 
 def _start(bot: BotHandle, seat: int) -> None:
@@ -256,17 +261,17 @@ def _send_text(bot: BotHandle, seat: int, text: str) -> None:
         raise _Forfeit(seat, exc) from None
 
 
-def _await_move(bot: BotHandle, seat: int, seq: int, sent: float, allowance_ms: float,
+def _await_move(bot: BotHandle, seat: int, seq: int, sent: float, limit_ms: int, bank_ms: float,
                 clock: Callable[[], float]) -> tuple[dict[str, Any], int]:
     """Wait for the move answering ``seq``; stale replies are dropped and counted."""
-    deadline = sent + allowance_ms / 1000.0
+    deadline = sent + (limit_ms + bank_ms) / 1000.0
     stale = 0
     while True:
         remaining = deadline - clock()
         if remaining <= 0:
             raise _Forfeit(seat, BotTimeoutError(
-                f"{bot.name} did not answer within {allowance_ms:.0f} ms (per-move limit plus "
-                f"bank; overrun {(clock() - deadline) * 1000:.0f} ms when the referee gave up)"))
+                f"{bot.name} did not answer: its limit was {limit_ms} ms plus {bank_ms:.0f} ms left "
+                f"in its bank, and the referee gave up after {(clock() - sent) * 1000:.0f} ms"))
         try:
             message = bot.receive(remaining)
         except ArenaError as exc:

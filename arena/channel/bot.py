@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import shutil
 import tempfile
 import time
@@ -20,7 +21,7 @@ from arena.channel.manifest import Manifest
 from arena.channel.process import BotProcess, ResourceLimits
 from arena.channel.sandbox import SANDBOX_TMP, Sandbox
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
-from arena.errors import BotStartError
+from arena.errors import BotStartError, BotTerminatedError, MalformedMessageError
 from arena.protocol.codec import decode, encode
 from arena.untrusted import file_name, inside
 
@@ -35,6 +36,13 @@ RECYCLE_CPU_SHARE = 0.5
 # before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
 # bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
 FROZEN_UNREAD_BYTES = 32 << 10
+LOG_TAIL_LINES = 20  # of a bot's stderr log, shown with a start failure or a crash
+_LOG_TAIL_BYTES = 64 << 10  # read from the end of the log to find them
+_LOG_LINE_CHARS = 300
+# A command is executed directly (no shell): these first words and words show a shell line.
+_SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "exec", "eval"})
+_SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
+_HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 
 
 class BotHandle:
@@ -67,6 +75,10 @@ class BotHandle:
         self.last_decode_ns = 0  # referee overhead spent decoding the last message
         self.broken: str | None = None  # set when the bot cannot be built: never started
         self._seq = 0  # request numbers grow across games and restarts, never reused
+        self._no_hello = False  # the last start ended without a hello (see hint)
+        self.exited_on_its_own: list[str] = []  # how it exited, each time it left between games
+        self._bad_text = ""  # the last message that was not JSON (see hint)
+        self._log_start = 0  # where the latest run's lines begin in stderr_log
 
     def next_seq(self) -> int:
         """The sequence number of the next request to this bot."""
@@ -98,6 +110,8 @@ class BotHandle:
                      self.name, used, self._limits.cpu_seconds)
             self.recycled += 1
             self.close()
+        elif self.process is not None and self.hello:  # it left by itself after a game
+            self.exited_on_its_own.append(self.process.describe_exit())
         self.kill()
         if self.sandbox is None:
             self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(self.name)}-"))
@@ -112,6 +126,10 @@ class BotHandle:
             argv = bridge_argv(self.manifest.argv(), bot_open_files=limits.open_files)
             limits = dataclasses.replace(limits, open_files=max(limits.open_files, BRIDGE_OPEN_FILES))
         self.stderr_log.parent.mkdir(parents=True, exist_ok=True)
+        try:  # the log is appended to: this run's lines start here
+            self._log_start = self.stderr_log.stat().st_size
+        except OSError:
+            self._log_start = 0
         try:
             self.process = BotProcess.start(
                 argv, cwd=self.manifest.folder, env=env, limits=limits,
@@ -124,8 +142,10 @@ class BotHandle:
             self.cgroups.extend(sorted(set(self.process.cgroup.folders.values())))
         channel = StdioChannel if stdio else BridgeChannel
         self.channel = channel(self.process, name=self.name)
+        self._no_hello = False
         hello = self.receive(self._start_timeout_s)
         if hello is None:
+            self._no_hello = True
             raise BotStartError(f"bot {self.name}: no hello within {self._start_timeout_s:g} s of start")
         if hello["type"] != "hello":
             raise BotStartError(f"bot {self.name}: the first message must be hello, got {hello['type']}")
@@ -183,11 +203,64 @@ class BotHandle:
         t0 = time.perf_counter_ns()
         try:
             message = decode(text, sender="bot")
+        except MalformedMessageError:
+            self._bad_text = text[:200]
+            raise
         finally:
             self.last_decode_ns = time.perf_counter_ns() - t0
         if message["type"] == "move" and message["seq"] == self._seq:
             self._unread = 0  # it read the latest request, so everything sent before it
         return message
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
+        """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
+        to a few hundred characters; empty when it wrote nothing."""
+        try:
+            with open(self.stderr_log, "rb") as handle:
+                size = handle.seek(0, 2)
+                handle.seek(max(self._log_start, size - _LOG_TAIL_BYTES))
+                data = handle.read()
+        except OSError:
+            return []
+        found = [line if len(line) <= _LOG_LINE_CHARS else line[:_LOG_LINE_CHARS - 3] + "..."
+                 for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+        return found[-lines:] if lines > 0 else []
+
+    def hint(self, error: BaseException) -> str:
+        """What to change for the common newcomer mistake behind ``error`` (a failure of this
+        bot), or "" when it is not one of them (issue 15's list)."""
+        words = self.manifest.command
+        if isinstance(error, (BotStartError, BotTerminatedError)) and words and (
+                words[0] in _SHELL_BUILTINS or any(w in _SHELL_OPERATORS for w in words)):
+            return ("no shell is run: 'command' is executed as it is, so put the commands in a "
+                    "script (e.g. run.sh with its #! line) and run that")
+        stdio = self.manifest.protocol == "stdio"
+        starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
+        exited_0 = isinstance(error, BotTerminatedError) and "exit code 0" in str(error)
+        hello_in_log = starting and any(_HELLO_LINE.search(line) for line in self.log_tail(200))
+        if hello_in_log and not stdio:
+            # under the bridge a bot's stdout goes to its log (and its stdin is empty)
+            return ("this bot's log holds a hello, so it speaks JSON lines on stdout: set "
+                    "protocol = \"stdio\" in its bot.toml")
+        if hello_in_log:
+            return "its hello went to its log (stderr): write messages to stdout"
+        if starting and stdio and self._no_hello and isinstance(self.channel, StdioChannel):
+            if self.channel.partial_line().strip():
+                return ("it wrote part of a line and no newline: end each message with a "
+                        "newline and flush your stdout after each message")
+            return ("it wrote nothing on stdout: flush your stdout after each message "
+                    "(print(..., flush=True), fflush(stdout), System.out.flush())")
+        if starting and not stdio and (self._no_hello or exited_0):
+            return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
+                    "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
+                    "protocol = \"stdio\" in its bot.toml")
+        if exited_0 and self.hello:
+            return ("it exited by itself: a bot must play many games, one after another, until "
+                    "the referee sends shutdown")
+        if isinstance(error, MalformedMessageError) and stdio and self._bad_text.lstrip()[:1] in ("{", "["):
+            return ("one message per line: write each message as one line of JSON (no "
+                    "pretty-printing, no newlines inside a message)")
+        return ""
 
     def kill(self) -> None:
         """Kill the whole process tree now (idempotent); the next start is a fresh process."""

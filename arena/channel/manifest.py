@@ -30,18 +30,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
-from arena.untrusted import check_name, shown
+from arena.untrusted import NAME_RULE, is_valid_name, shown
 
 if TYPE_CHECKING:
     from arena.channel.sandbox import Sandbox
 
 MANIFEST = "bot.toml"
+KEYS = ("name", "command", "protocol", "build", "description")
 PROTOCOLS = ("zmq", "stdio")
 BUILD_TIMEOUT_S = 300
 BUILD_LOG_CAP_BYTES = 64 << 10  # of a build's output, kept in memory and in its log
 _AFTER_EXIT_S = 1.0  # output still read after the build command exits
 _GIST_LINES = 3
 _GIST_LINE_CHARS = 400
+
+
+class ManifestError(ConfigError):
+    """A bot.toml with problems: ``problems`` lists every one, in plain words; the message
+    names the file and gives them all on one line."""
+
+    def __init__(self, path: Path, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        what = problems[0] if len(problems) == 1 else f"{len(problems)} problems: " + "; ".join(problems)
+        super().__init__(f"{path}: {what}")
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,8 @@ class Manifest:
 
     @classmethod
     def load(cls, folder: Path | str) -> Manifest:
-        """Read ``folder/bot.toml``; raises ConfigError naming the file and the key."""
+        """Read ``folder/bot.toml``; raises ConfigError naming the file (ManifestError, with
+        every problem of its keys at once, when it is valid TOML)."""
         folder = Path(folder).resolve()
         path = folder / MANIFEST
         if not folder.is_dir():
@@ -68,29 +81,44 @@ class Manifest:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        unknown = set(data) - {"name", "command", "protocol", "build", "description"}
+        problems: list[str] = []
+        unknown = set(data) - set(KEYS)
         if unknown:
-            raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}: expected name, "
-                              "command, protocol, build, description")
-        name = check_name(data.get("name"), str(path))
+            problems.append(f"unknown key(s) {', '.join(repr(k) for k in sorted(unknown))} "
+                            f"(the keys are {', '.join(KEYS)})")
+        name = data.get("name")
+        if name is None:
+            problems.append("key 'name' is missing (a bot needs a name: " + NAME_RULE + ")")
+        elif not is_valid_name(name):
+            problems.append(f"key 'name': expected {NAME_RULE}, got {shown(name)}")
         raw_command = data.get("command")
-        if isinstance(raw_command, str) and raw_command.strip():
-            command = tuple(shlex.split(raw_command))
+        command: tuple[str, ...] = ()
+        if raw_command is None:
+            problems.append("key 'command' is missing (the command line that starts the bot, "
+                            "e.g. command = \"python bot.py\")")
+        elif isinstance(raw_command, str) and raw_command.strip():
+            try:
+                command = tuple(shlex.split(raw_command))
+            except ValueError as exc:
+                problems.append(f"key 'command' cannot be split into words ({exc}): {shown(raw_command)}")
         elif (isinstance(raw_command, list) and raw_command
               and all(isinstance(w, str) for w in raw_command)):
             command = tuple(raw_command)
         else:
-            raise ConfigError(f"{path}: key 'command': expected a command line (a string or a "
-                              f"list of strings), got {shown(raw_command)}")
+            problems.append(f"key 'command' must be a command line (a string, or a list of "
+                            f"strings), not {shown(raw_command)}")
         protocol = data.get("protocol", "zmq")
         if protocol not in PROTOCOLS:
-            raise ConfigError(f"{path}: key 'protocol': expected \"zmq\" or \"stdio\", got {shown(protocol)}")
+            problems.append(f"key 'protocol' must be \"zmq\" or \"stdio\", not {shown(protocol)}")
         build = data.get("build")
         if build is not None and not (isinstance(build, str) and build.strip()):
-            raise ConfigError(f"{path}: key 'build': expected a shell command string, got {shown(build)}")
+            problems.append(f"key 'build' must be a shell command (a string), not {shown(build)}")
         description = data.get("description", "")
         if not isinstance(description, str):
-            raise ConfigError(f"{path}: key 'description': expected a string")
+            problems.append(f"key 'description' must be a string, not {shown(description)}")
+        if problems:
+            raise ManifestError(path, problems)
+        assert isinstance(name, str)
         return cls(folder, name, command, protocol, build, description)
 
     def argv(self) -> list[str]:

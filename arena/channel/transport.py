@@ -237,6 +237,12 @@ class StdioChannel:
                 self._read_available()
             looked = True
 
+    def partial_line(self) -> bytes:
+        """What the bot wrote after its last newline so far (a message it has not ended)."""
+        if not self._closed:
+            self._read_available()
+        return bytes(self._partial)
+
     def close(self) -> None:
         """Close the bot's stdin (it sees EOF) and stop reading (idempotent)."""
         if self._closed:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from arena.clock import TimeControl
 from arena.tournament.ratings import environment, rate, rating_history
 
 ELO_PER_NAT = 400 / math.log(10)
@@ -461,7 +462,8 @@ def bank_use(moves: pd.DataFrame, time_control: dict[str, int]) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     ordered = moves.sort_values(["idx", "ply"], kind="stable")
     first = ordered.groupby(["game_id", "player"]).cumcount() == 0
-    limit = np.where(first, time_control["first_move_ms"], time_control["per_move_ms"])
+    tc = TimeControl.from_json(time_control)  # the limits as the referee counts them (arena.clock)
+    limit = np.array([tc.limit_ms(first_move=bool(f)) for f in first], dtype=float)
     overrun = (ordered["time_ms"].fillna(0).to_numpy(float) - limit).clip(min=0)
     frame = ordered.assign(overrun=overrun, over=overrun > 0)
     table = frame.groupby(["idx", "game_id", "name"], sort=False).agg(
