@@ -11,7 +11,7 @@ from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import TimeControl
-from arena.untrusted import inside, refuse_symlinks
+from arena.untrusted import inside, refuse_symlinks, remove_tree, shown
 
 SLOW_START_S = 2.0
 
@@ -125,8 +125,12 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
     entrants.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
     try:
-        shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        except RecursionError:  # Python 3.11's copytree recurses once per folder level
+            report.problems.append(f"{shown(str(manifest.folder))}: folders nested too deeply to copy")
+            return Submission(report)
         try:  # the bot may have made links since the check: judge the copy itself
             refuse_symlinks(staging / "bot", manifest.folder)
         except ArenaError as exc:
@@ -148,5 +152,5 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
             target.rename(previous)
         (staging / "bot").rename(target)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
     return Submission(report, target, previous)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
-from arena.untrusted import check_name, shown
+from arena.untrusted import check_name, remove_tree, shown, walk
 
 if TYPE_CHECKING:
     from arena.channel.sandbox import Sandbox
@@ -148,11 +148,13 @@ def private_copy(source: Path, target: Path) -> None:
     """Copy the bot folder ``source`` to ``target`` (replaced if present): folders, regular
     files and symlinks that stay inside the folder. Raises BotStartError for anything else
     (a symlink pointing outside, a device, a FIFO) rather than copy what it points at."""
-    if target.is_symlink() or target.exists():
-        shutil.rmtree(target)
+    if target.is_symlink():
+        target.unlink()
+    elif target.exists():
+        remove_tree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.mkdir(mode=0o755)
-    for root, dirs, files in os.walk(source):
+    for root, dirs, files in walk(source):
         here = Path(root)
         for name in dirs + files:
             src = here / name
@@ -202,7 +204,7 @@ def _hand_back(folder: Path) -> None:
 def _tree(folder: Path) -> Iterator[str]:
     """``folder`` and everything under it, never following a symlink."""
     yield str(folder)
-    for root, dirs, files in os.walk(folder):
+    for root, dirs, files in walk(folder):
         for name in dirs + files:
             yield os.path.join(root, name)
 

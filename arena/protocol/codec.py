@@ -147,7 +147,10 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     if may_hold_surrogates(text):
         # "\ud800" is valid JSON but not Unicode text: it could not be encoded again (the
         # game_over message, a record, the database). Replace it here, at the edge.
-        msg = clean_strings(msg)
+        try:
+            msg = clean_strings(msg)
+        except RecursionError:  # parses (the C parser nests deeper), but too deep to walk
+            raise MalformedMessageError(f"not JSON (nested too deeply): {_quote(text)}") from None
     return _check(msg, sender)
 
 

@@ -295,6 +295,30 @@ def identity_flood(connections: int = 32) -> None:
                 time.sleep(0.001)
 
 
+def _plain_move(seq: int, state: GameState) -> bytes:
+    return json.dumps(move_reply(seq, state)).encode()[:-1]
+
+
+# Replies that are valid JSON but pathological for a parser or a validator (red team).
+PATHOLOGICAL = {
+    # Nested 700 deep with a \u escape: parses, but a recursive post-pass overflows the stack.
+    "deep_nesting": lambda seq, state: _plain_move(seq, state) + b', "x-a": ' + b"[" * 700
+    + b'"\\u0041"' + b"]" * 700 + b"}",
+    # A 4000-digit integer (just under Python's 4300-digit conversion limit) as seq.
+    "big_int": lambda seq, state: b'{"type": "move", "seq": ' + b"9" * 4000
+    + b', "move": {"action": "advance"}}',
+    # 1e999 (inf in Python) where an integer is expected, and in an x- field.
+    "huge_number": lambda seq, state: _plain_move(seq, state) + b', "x-n": 1e999}',
+    # 60,000 x- keys just under 1 MiB.
+    "many_keys": lambda seq, state: _plain_move(seq, state)
+    + b"".join(b', "x-%d": 0' % i for i in range(60000)) + b"}",
+    # Almost 1 MiB of \u escapes (lone surrogates) in an x- field.
+    "escapes": lambda seq, state: _plain_move(seq, state) + b', "x-s": "' + b"\\ud800" * 170000 + b'"}',
+    # NUL bytes (escaped) in every string.
+    "nul": lambda seq, state: b'{"type": "move\\u0000", "seq": %d, "move": {"action": "advance\\u0000"}}' % seq,
+}
+
+
 def move_reply(seq: int, state: GameState) -> dict:
     return {"type": "move", "seq": seq, "move": state.legal_moves()[0].to_json(state.ruleset.cols)}
 
@@ -407,6 +431,8 @@ def main() -> None:
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
                       "spin_helpers") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
+        elif KIND in PATHOLOGICAL:  # valid JSON (or nearly), costly or odd to parse
+            link.send_raw(PATHOLOGICAL[KIND](seq, state))
         elif KIND == "hostile_info":  # legal moves, each with an info string full of traps
             link.send({**move_reply(seq, state), "info": "=HYPERLINK(1) " + HOSTILE_TEXT})
         else:

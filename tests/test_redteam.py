@@ -1,0 +1,113 @@
+"""Red team: hostile bots and submitters against what strict promises (issue 13).
+
+Each test is an attack that once worked on main, run as an organizer meets it (real bots,
+real sandboxes, the CLI in a subprocess); it fails if the attack works again."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arena.channel.manifest import Manifest
+from arena.channel.sandbox import check_strict_available
+from arena.errors import ArenaError
+from arena.match import sample_bots_dir
+from arena.protocol.codec import decode
+from arena.errors import MalformedMessageError
+from arena.untrusted import remove_tree, symlinks_in, walk
+from tests.helpers import arena, misbehaving_bot, write_bot
+
+try:
+    check_strict_available()
+    STRICT = True
+except ArenaError:
+    STRICT = False
+needs_strict = pytest.mark.skipif(not STRICT, reason="the strict sandbox is not available here")
+
+RANDOM = str(sample_bots_dir() / "random")
+DEPTH = 1100  # folders: more than Python 3.11's recursion limit
+
+
+def _copy_random(dest: Path, name: str, build: str | None = None) -> Path:
+    shutil.copytree(RANDOM, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = Manifest.load(dest)
+    write_bot(dest, name, list(manifest.command), protocol=manifest.protocol, build=build)
+    for root, dirs, files in os.walk(dest):
+        for entry in dirs + files:
+            os.chmod(os.path.join(root, entry), 0o755)
+    dest.chmod(0o755)
+    return dest
+
+
+def _deep_tree(top: Path, depth: int = DEPTH) -> Path:
+    path = top
+    for _ in range(depth // 100):  # os.makedirs 100 levels at a time, well under PATH_MAX
+        path = path / "/".join(["d"] * 100)
+        os.makedirs(path)
+    (path / "leaf").write_text("x")
+    return path
+
+
+# ------------------------------------------------------------------ the referee
+def test_deeply_nested_message_with_an_escape_is_malformed_not_a_referee_crash() -> None:
+    # The C parser nests deeper than the recursive surrogate clean-up could walk.
+    text = ('{"type": "move", "seq": 1, "move": {"action": "advance"}, "x-a": '
+            + "[" * 700 + '"\\u0041"' + "]" * 700 + "}")
+    with pytest.raises(MalformedMessageError, match="nested too deeply"):
+        decode(text)
+
+
+@pytest.mark.parametrize("kind", ["deep_nesting"])
+def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: Path, kind: str) -> None:
+    bot = misbehaving_bot(tmp_path / kind, kind, stdio=True)
+    out = tmp_path / "games.jsonl"
+    run = arena("play", str(bot.folder), RANDOM, "--games", "2", "--sandbox", "none", "--out", str(out),
+                "--logs", str(tmp_path / "logs"), timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 2
+    for record in records:
+        loser = record["players"][record["result"]["loser"]]
+        assert loser == f"bad-{kind}", record["result"]
+        assert record["result"]["reason"] == "malformed", record["result"]
+
+
+# ------------------------------------------------------------------ folders and builds
+def test_walk_and_remove_tree_handle_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
+    leaf = _deep_tree(tmp_path / "top")
+    assert sum(1 for _ in walk(tmp_path / "top")) == DEPTH + 1
+    os.symlink("/etc", leaf / "link")
+    assert symlinks_in(tmp_path / "top") == [leaf / "link"]
+    remove_tree(tmp_path / "top")
+    assert not (tmp_path / "top").exists()
+
+
+@needs_strict
+def test_a_build_that_leaves_a_deep_tree_does_not_crash_the_tournament(tmp_path: Path) -> None:
+    build = f"python3 -c \"import os\nfor i in range({DEPTH}):\n    os.mkdir('d'); os.chdir('d')\""
+    bot = _copy_random(tmp_path / "deepbuild", "deepbuild", build=build)
+    out = tmp_path / "out"
+    run = arena("run-tournament", "--bots", str(bot), "--bots", RANDOM, "--games", "2",
+                "--concurrency", "1", "--sandbox", "strict", "--out", str(out), timeout=300)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "2 games played" in run.stdout + run.stderr
+    # handed back to root all the way down
+    deepest = max((root for root, _, _ in walk(out / "builds" / "deepbuild")), key=len)
+    assert os.stat(deepest).st_uid == 0
+
+
+def test_submit_of_a_folder_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -> None:
+    bot = _copy_random(tmp_path / "deepbot", "deepbot")
+    _deep_tree(bot / "junk")
+    run = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                "--games", "2", timeout=300)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert "nested too deeply" in run.stdout + run.stderr
+    assert not (tmp_path / "entrants" / "deepbot").exists()
+    assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
