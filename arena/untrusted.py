@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from arena.errors import ConfigError
@@ -171,7 +171,8 @@ def walk(folder: Path | str) -> Iterator[tuple[str, list[str], list[str]]]:
     stack = [os.fspath(folder)]
     while stack:
         root = stack.pop()
-        dirs, files = [], []
+        dirs: list[str] = []
+        files: list[str] = []
         try:
             with os.scandir(root) as entries:
                 for entry in entries:
@@ -190,7 +191,7 @@ def remove_tree(folder: Path | str) -> None:
     """``shutil.rmtree(folder, ignore_errors=True)`` without recursion (see :func:`walk`);
     symlinks are removed, never followed."""
     folders = []
-    for root, dirs, files in walk(folder):
+    for root, _dirs, files in walk(folder):
         folders.append(root)
         for name in files:
             try:

@@ -8,16 +8,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from arena.channel.manifest import Manifest
 from arena.channel.sandbox import check_strict_available
-from arena.errors import ArenaError
+from arena.errors import ArenaError, MalformedMessageError, SchemaViolationError
 from arena.match import sample_bots_dir
 from arena.protocol.codec import decode
-from arena.errors import MalformedMessageError
 from arena.untrusted import remove_tree, symlinks_in, walk
 from tests.helpers import arena, misbehaving_bot, write_bot
 
@@ -30,6 +32,15 @@ needs_strict = pytest.mark.skipif(not STRICT, reason="the strict sandbox is not 
 
 RANDOM = str(sample_bots_dir() / "random")
 DEPTH = 1100  # folders: more than Python 3.11's recursion limit
+
+
+@pytest.fixture(autouse=True)
+def _no_deep_leftovers(tmp_path: Path) -> Iterator[None]:
+    """Empty tmp_path after each test: pytest's own clean-up (shutil.rmtree) would hit the
+    recursion limit in the deep trees these tests make, in every later session."""
+    yield
+    for child in tmp_path.iterdir():
+        remove_tree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
 
 
 def _copy_random(dest: Path, name: str, build: str | None = None) -> Path:
@@ -61,8 +72,20 @@ def test_deeply_nested_message_with_an_escape_is_malformed_not_a_referee_crash()
         decode(text)
 
 
-@pytest.mark.parametrize("kind", ["deep_nesting"])
-def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: Path, kind: str) -> None:
+def test_explaining_a_huge_cells_array_takes_no_time() -> None:
+    # jsonschema took 20-30 s over this (uniqueItems and an error per item): a bot stalled
+    # its referee that long for every game it played.
+    text = ('{"type": "move", "seq": 1, "move": {"action": "buy", "patch": 1, "cells": ['
+            + ",".join(['[0, "a"]'] * 110000) + "]}}")
+    started = time.monotonic()
+    with pytest.raises(SchemaViolationError, match=r"\$\.move\.cells"):
+        decode(text)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(("kind", "reason"), [("deep_nesting", "malformed"), ("huge_cells", "schema")])
+def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: Path, kind: str,
+                                                                       reason: str) -> None:
     bot = misbehaving_bot(tmp_path / kind, kind, stdio=True)
     out = tmp_path / "games.jsonl"
     run = arena("play", str(bot.folder), RANDOM, "--games", "2", "--sandbox", "none", "--out", str(out),
@@ -74,7 +97,10 @@ def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: 
     for record in records:
         loser = record["players"][record["result"]["loser"]]
         assert loser == f"bad-{kind}", record["result"]
-        assert record["result"]["reason"] == "malformed", record["result"]
+        assert record["result"]["reason"] == reason, record["result"]
+        took = (datetime.fromisoformat(record["finished_at"])
+                - datetime.fromisoformat(record["started_at"])).total_seconds()
+        assert took < 10, f"the referee spent {took:.1f} s on a game of a few moves"
 
 
 # ------------------------------------------------------------------ folders and builds

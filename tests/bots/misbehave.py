@@ -314,8 +314,12 @@ PATHOLOGICAL = {
     + b"".join(b', "x-%d": 0' % i for i in range(60000)) + b"}",
     # Almost 1 MiB of \u escapes (lone surrogates) in an x- field.
     "escapes": lambda seq, state: _plain_move(seq, state) + b', "x-s": "' + b"\\ud800" * 170000 + b'"}',
+    # A buy with 110,000 cells (just under 1 MiB): costly for a validator to explain.
+    "huge_cells": lambda seq, state: b'{"type": "move", "seq": %d, "move": {"action": "buy", "patch": 1, '
+    b'"cells": [' % seq + b",".join([b'[0, "a"]'] * 110000) + b"]}}",
     # NUL bytes (escaped) in every string.
-    "nul": lambda seq, state: b'{"type": "move\\u0000", "seq": %d, "move": {"action": "advance\\u0000"}}' % seq,
+    "nul": lambda seq, state: b'{"type": "move\\u0000", "seq": %d, '
+    b'"move": {"action": "advance\\u0000"}}' % seq,
 }
 
 
