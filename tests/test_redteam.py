@@ -137,3 +137,22 @@ def test_submit_of_a_folder_nested_too_deeply_is_refused_in_one_line(tmp_path: P
     assert "nested too deeply" in run.stdout + run.stderr
     assert not (tmp_path / "entrants" / "deepbot").exists()
     assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
+
+
+# ------------------------------------------------------------------ bots talking to each other
+@needs_strict
+def test_opponents_cannot_signal_each_other_through_shared_read_only_files(tmp_path: Path) -> None:
+    # The sender holds an exclusive flock on /usr/bin/env and keeps opening it; the receiver
+    # looks for the lock, for inotify IN_OPEN events and for dnotify signals. All three worked.
+    sender = misbehaving_bot(tmp_path / "send", "covert", "send", name="sender", stdio=True)
+    receiver = misbehaving_bot(tmp_path / "recv", "covert", "recv", name="receiver", stdio=True)
+    logs = tmp_path / "logs"
+    run = arena("play", str(sender.folder), str(receiver.folder), "--games", "1", "--sandbox", "strict",
+                "--logs", str(logs), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = "".join(path.read_text() for path in logs.glob("*.log"))
+    assert "covert flock LOCK_EX: blocked" in said, said
+    attempts = [line for line in said.splitlines() if line.startswith(("covert inotify", "covert flock:",
+                                                                       "covert dnotify"))]
+    assert len(attempts) == 3, said
+    assert all(": blocked" in line for line in attempts), said

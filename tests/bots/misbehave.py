@@ -212,9 +212,71 @@ def try_keyring() -> None:
     attempt("keyring /proc/keys", proc_keys)
 
 
+def try_covert() -> None:
+    """Two bots talking through the files they share read-only (/usr): ``covert send`` holds
+    an exclusive flock on /usr/bin/env and opens /usr/bin/env again and again (inotify
+    IN_OPEN events); ``covert recv`` reports whether it sees either (in its first 3 s)."""
+    import ctypes
+    import fcntl
+
+    shared = "/usr/bin/env"
+    if ARGS[0] == "send":
+        held = open(shared, "rb")  # noqa: SIM115 - kept open (and locked) for the bot's life
+        attempt("covert flock LOCK_EX", lambda: fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB))
+        globals()["_held"] = held
+        if os.fork() == 0:
+            while True:  # a beacon for inotify and dnotify; frozen with the bot off its turn
+                with open(shared, "rb") as beacon:
+                    beacon.read(1)
+                time.sleep(0.01)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def inotify() -> str:
+        fd = libc.inotify_init1(os.O_NONBLOCK)
+        if fd < 0 or libc.inotify_add_watch(fd, shared.encode(), 0x20) < 0:  # IN_OPEN
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                return f"saw {len(os.read(fd, 4096))} bytes of IN_OPEN events from another bot"
+            except BlockingIOError:
+                time.sleep(0.05)
+        raise OSError("no event")
+
+    def lock() -> str:
+        with open(shared, "rb") as handle:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    return "another bot holds an exclusive lock on " + shared
+                time.sleep(0.05)
+        raise OSError("no lock seen")
+    def dnotify() -> str:  # fcntl(F_NOTIFY): a signal when a file of the folder is opened
+        seen = []
+        signal.signal(signal.SIGIO, lambda *_: seen.append(1))
+        folder = os.open(os.path.dirname(shared), os.O_RDONLY)
+        fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_ACCESS | getattr(fcntl, "DN_MULTISHOT", 0x80000000)
+                    | 0x20)  # DN_OPEN is not in every fcntl module; 0x20 is DN_ATTRIB, harmless
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and not seen:
+            time.sleep(0.05)
+        if not seen:
+            raise OSError("no signal")
+        return "SIGIO: another bot used a file of " + os.path.dirname(shared)
+
+    attempt("covert inotify", inotify)
+    attempt("covert flock", lock)
+    attempt("covert dnotify", dnotify)
+
+
 ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
-            "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring}
+            "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring,
+            "covert": try_covert}
 
 
 class Link:
