@@ -156,3 +156,19 @@ def test_opponents_cannot_signal_each_other_through_shared_read_only_files(tmp_p
                                                                        "covert dnotify"))]
     assert len(attempts) == 3, said
     assert all(": blocked" in line for line in attempts), said
+
+
+# ------------------------------------------------------------------ manifests
+@pytest.mark.parametrize("what", ["fifo", "dev_zero"])
+def test_a_bot_toml_that_is_a_fifo_or_dev_zero_is_an_error_not_a_hang(tmp_path: Path, what: str) -> None:
+    bot = tmp_path / "bot"
+    bot.mkdir(mode=0o755)
+    if what == "fifo":
+        os.mkfifo(bot / "bot.toml")
+    else:
+        os.symlink("/dev/zero", bot / "bot.toml")
+    for command in (["check-bot", str(bot), "--sandbox", "none"],
+                    ["submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none"]):
+        run = arena(*command, timeout=60)  # hung forever (fifo) or filled the memory (/dev/zero)
+        assert "not a regular file" in run.stdout + run.stderr, run.stdout + run.stderr
+        assert "Traceback" not in run.stderr

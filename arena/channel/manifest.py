@@ -61,7 +61,7 @@ class Manifest:
         if not folder.is_dir():
             raise ConfigError(f"{folder}: not a bot folder (no such directory)")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(_read_manifest(path))
         except FileNotFoundError:
             raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST})") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -101,6 +101,25 @@ class Manifest:
         elif "/" in words[0] and not Path(words[0]).is_absolute():
             words[0] = str(self.folder / words[0])
         return words
+
+
+MANIFEST_MAX_BYTES = 1 << 20
+
+
+def _read_manifest(path: Path) -> str:
+    """The text of a bot.toml: a regular file of at most MANIFEST_MAX_BYTES. Opened without
+    blocking, so a FIFO (or a link to one, or to /dev/zero) is an error, not a hang or a
+    harness filling its memory. Raises OSError or UnicodeDecodeError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"not a regular file ({MANIFEST} must be a plain text file)")
+        data = os.read(fd, MANIFEST_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise OSError(f"larger than {MANIFEST_MAX_BYTES >> 20} MiB")
+    return data.decode("utf-8")
 
 
 def build(manifest: Manifest, log: Path | None = None, *, sandbox: Sandbox | None = None,

@@ -497,6 +497,16 @@ def main() -> None:
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
                       "spin_helpers") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
+        elif KIND == "bridge_forge":  # ZeroMQ: write a frame of the bridge's own into its pipe
+            import struct
+            with open(f"/proc/{os.getppid()}/fd/1", "wb") as pipe:
+                text = ("forged start failure " + HOSTILE_TEXT).encode("utf-8", "surrogatepass")
+                pipe.write(struct.pack(">cI", ARGS[0].encode() if ARGS else b"S", len(text)) + text)
+            time.sleep(30)
+        elif KIND == "bridge_stop":  # ZeroMQ: stop (or kill) the bridge, the bot's parent
+            os.kill(os.getppid(), getattr(signal, ARGS[0]) if ARGS else signal.SIGSTOP)
+            link.send(move_reply(seq, state))
+            time.sleep(30)
         elif KIND in PATHOLOGICAL:  # valid JSON (or nearly), costly or odd to parse
             link.send_raw(PATHOLOGICAL[KIND](seq, state))
         elif KIND == "hostile_info":  # legal moves, each with an info string full of traps
