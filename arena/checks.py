@@ -131,6 +131,11 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
         except RecursionError:  # Python 3.11's copytree recurses once per folder level
             report.problems.append(f"{shown(str(manifest.folder))}: folders nested too deeply to copy")
             return Submission(report)
+        except OSError as exc:  # a FIFO, a socket or a device (shutil.Error lists them), unreadable
+            what = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
+            report.problems.append(f"{shown(str(manifest.folder))}: cannot copy it: {shown(str(what), 300)} "
+                                   "(a bot folder holds only folders and regular files)")
+            return Submission(report)
         try:  # the bot may have made links since the check: judge the copy itself
             refuse_symlinks(staging / "bot", manifest.folder)
         except ArenaError as exc:

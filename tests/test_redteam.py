@@ -172,3 +172,14 @@ def test_a_bot_toml_that_is_a_fifo_or_dev_zero_is_an_error_not_a_hang(tmp_path: 
         run = arena(*command, timeout=60)  # hung forever (fifo) or filled the memory (/dev/zero)
         assert "not a regular file" in run.stdout + run.stderr, run.stdout + run.stderr
         assert "Traceback" not in run.stderr
+
+
+def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path) -> None:
+    bot = _copy_random(tmp_path / "fifobot", "fifobot")
+    os.mkfifo(bot / "pipe")
+    os.chmod(bot / "pipe", 0o644)
+    run = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                "--games", "2", timeout=300)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]  # shutil.Error from copytree
+    assert "is a named pipe" in run.stdout, run.stdout
+    assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
