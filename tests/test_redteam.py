@@ -181,5 +181,5 @@ def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path
     run = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
                 "--games", "2", timeout=300)
     assert "Traceback" not in run.stderr, run.stderr[-2000:]  # shutil.Error from copytree
-    assert "is a named pipe" in run.stdout, run.stdout
+    assert "is a named pipe" in run.stdout + run.stderr, run.stdout + run.stderr
     assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
