@@ -83,7 +83,14 @@ def test_explaining_a_huge_cells_array_takes_no_time() -> None:
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize(("kind", "reason"), [("deep_nesting", "malformed"), ("huge_cells", "schema")])
+def test_cells_nested_deeper_than_the_validators_can_walk_are_malformed_not_a_referee_crash() -> None:
+    text = '{"type": "move", "seq": 1, "move": {"action": "buy", "patch": 1, "cells": %s}}'
+    with pytest.raises(MalformedMessageError, match="nested too deeply"):
+        decode(text % ("[" * 500 + "]" * 500))
+
+
+@pytest.mark.parametrize(("kind", "reason"), [("deep_nesting", "malformed"), ("deep_cells", "malformed"),
+                                              ("huge_cells", "schema")])
 def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: Path, kind: str,
                                                                        reason: str) -> None:
     bot = misbehaving_bot(tmp_path / kind, kind, stdio=True)
@@ -101,6 +108,24 @@ def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: 
         took = (datetime.fromisoformat(record["finished_at"])
                 - datetime.fromisoformat(record["started_at"])).total_seconds()
         assert took < 10, f"the referee spent {took:.1f} s on a game of a few moves"
+
+
+@needs_strict
+def test_a_tournament_with_pathological_bots_finishes_and_blames_them(tmp_path: Path) -> None:
+    # On main the referee's RecursionError killed the worker three times and stopped the
+    # whole tournament ("was lost with its worker process 3 times ...; stopping").
+    bots = [misbehaving_bot(tmp_path / kind, kind, stdio=True) for kind in ("deep_cells", "deep_nesting")]
+    out = tmp_path / "out"
+    run = arena("run-tournament", *[a for b in bots for a in ("--bots", str(b.folder))], "--bots", RANDOM,
+                "--games", "2", "--concurrency", "1", "--sandbox", "strict", "--out", str(out), timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert len(records) == 6
+    for record in records:
+        result = record["result"]
+        if "random" in record["players"] and result["reason"] != "normal":
+            assert record["players"][result["loser"]] != "random", result
+            assert result["reason"] == "malformed", result
 
 
 # ------------------------------------------------------------------ folders and builds

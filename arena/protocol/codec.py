@@ -144,14 +144,17 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     if type(msg) is not dict:
         raise MalformedMessageError(
             f"not a JSON object but {_json_kind(msg)}: {_quote(text)}")
-    if may_hold_surrogates(text):
-        # "\ud800" is valid JSON but not Unicode text: it could not be encoded again (the
-        # game_over message, a record, the database). Replace it here, at the edge.
-        try:
+    # The C parser nests deeper than Python code can walk: the surrogate clean-up, and the
+    # validators (fastjsonschema's uniqueItems recurses into every item) overflow the stack
+    # on an array nested 500 deep where the schema looks into it (cells).
+    try:
+        if may_hold_surrogates(text):
+            # "\ud800" is valid JSON but not Unicode text: it could not be encoded again (the
+            # game_over message, a record, the database). Replace it here, at the edge.
             msg = clean_strings(msg)
-        except RecursionError:  # parses (the C parser nests deeper), but too deep to walk
-            raise MalformedMessageError(f"not JSON (nested too deeply): {_quote(text)}") from None
-    return _check(msg, sender)
+        return _check(msg, sender)
+    except RecursionError:
+        raise MalformedMessageError(f"nested too deeply to check: {_quote(text)}") from None
 
 
 def validate(msg: _Msg, *, sender: Sender) -> _Msg:

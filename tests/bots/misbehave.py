@@ -366,6 +366,9 @@ PATHOLOGICAL = {
     # Nested 700 deep with a \u escape: parses, but a recursive post-pass overflows the stack.
     "deep_nesting": lambda seq, state: _plain_move(seq, state) + b', "x-a": ' + b"[" * 700
     + b'"\\u0041"' + b"]" * 700 + b"}",
+    # cells nested 500 deep: the validators recurse into them.
+    "deep_cells": lambda seq, state: b'{"type": "move", "seq": %d, "move": {"action": "buy", "patch": 1, '
+    b'"cells": ' % seq + b"[" * 500 + b"]" * 500 + b"}}",
     # A 4000-digit integer (just under Python's 4300-digit conversion limit) as seq.
     "big_int": lambda seq, state: b'{"type": "move", "seq": ' + b"9" * 4000
     + b', "move": {"action": "advance"}}',
