@@ -208,3 +208,17 @@ def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path
     assert "Traceback" not in run.stderr, run.stderr[-2000:]  # shutil.Error from copytree
     assert "is a named pipe" in run.stdout + run.stderr, run.stdout + run.stderr
     assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
+
+
+# ------------------------------------------------------------------ disk
+def test_a_bot_that_spams_and_dies_at_every_start_does_not_grow_its_log_without_bound(tmp_path: Path) -> None:
+    # 1 MiB of stderr per start (the per-run cap), restarted for every game: on main the log
+    # grew by 1 MiB a game (2.5 MiB/s), without end over a long tournament.
+    bot = misbehaving_bot(tmp_path / "spam", "spam_and_exit", stdio=True)
+    logs = tmp_path / "logs"
+    run = arena("play", str(bot.folder), RANDOM, "--games", "20", "--sandbox", "none", "--logs", str(logs),
+                timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "20 ended abnormally" in run.stdout + run.stderr
+    size = (logs / "bad-spam_and_exit.stderr.log").stat().st_size
+    assert 16 << 20 <= size <= (16 << 20) + 4096, size

@@ -395,6 +395,9 @@ def move_reply(seq: int, state: GameState) -> dict:
 def main() -> None:
     if KIND == "exit_at_start":
         sys.exit(7)
+    if KIND == "spam_and_exit":  # every start fills its log's cap, then exits: restarted per game
+        try_stderr_spam()
+        sys.exit(7)
     if KIND == "slow_start":
         time.sleep(60)
     link = Link()
