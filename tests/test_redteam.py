@@ -210,6 +210,16 @@ def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path
     assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
 
 
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a=" * 5000 + "}" * 5000])
+def test_a_bot_toml_nested_too_deeply_is_a_one_line_error(tmp_path: Path, value: str) -> None:
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    (bot / "bot.toml").write_text(f'name = "x"\ncommand = "python bot.py"\ndescription = {value}\n')
+    run = arena("check-bot", str(bot), "--sandbox", "none", timeout=60)
+    assert "Traceback" not in run.stderr, run.stderr[-1000:]  # RecursionError in tomllib
+    assert "nested too deeply" in run.stdout + run.stderr
+
+
 # ------------------------------------------------------------------ disk
 def test_a_bot_that_spams_and_dies_at_every_start_does_not_grow_its_log_without_bound(tmp_path: Path) -> None:
     # 1 MiB of stderr per start (the per-run cap), restarted for every game: on main the log

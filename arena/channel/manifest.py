@@ -68,6 +68,8 @@ class Manifest:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
+            raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
         unknown = set(data) - {"name", "command", "protocol", "build", "description"}
         if unknown:
             raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}: expected name, "
