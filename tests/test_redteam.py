@@ -138,6 +138,14 @@ def test_walk_and_remove_tree_handle_a_tree_deeper_than_the_recursion_limit(tmp_
     assert not (tmp_path / "top").exists()
 
 
+def test_dask_packing_of_a_deep_bot_folder_does_not_crash_the_coordinator(tmp_path: Path) -> None:
+    from arena.tournament.distributed import pack_bot
+
+    bot = _copy_random(tmp_path / "deepbot", "deepbot")
+    _deep_tree(bot / "junk")
+    assert pack_bot(bot)  # rglob: RecursionError
+
+
 @needs_strict
 def test_a_build_that_leaves_a_deep_tree_does_not_crash_the_tournament(tmp_path: Path) -> None:
     build = f"python3 -c \"import os\nfor i in range({DEPTH}):\n    os.mkdir('d'); os.chdir('d')\""
