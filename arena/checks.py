@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import TimeControl
-from arena.untrusted import inside, refuse_symlinks, remove_tree, shown
+from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
 
 SLOW_START_S = 2.0
 
@@ -97,6 +99,28 @@ class Submission:
     previous: Path | None = None  # where the version it replaced was kept
 
 
+SUBMIT_MAX_BYTES = 1 << 30  # a bot folder handed in: its files' total (apparent) size
+SUBMIT_MAX_FILES = 100_000
+
+
+def _too_big(folder: Path) -> str | None:
+    """Why a folder is too big to be handed in (copied, built, packed for Dask), or None.
+    Apparent sizes: a sparse file of 100 GB is copied as 100 GB of zeros."""
+    total = count = 0
+    for root, dirs, files in walk(folder):
+        for name in dirs + files:
+            count += 1
+            try:
+                info = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+            if total > SUBMIT_MAX_BYTES or count > SUBMIT_MAX_FILES:
+                return (f"{shown(str(folder))}: more than {SUBMIT_MAX_BYTES >> 20} MiB or "
+                        f"{SUBMIT_MAX_FILES} files and folders: too big to hand in")
+    return None
+
+
 def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict",
            replace: bool = False) -> Submission:
     """Build and check ``bot``; copy it into ``entrants/<name>`` only if it passes.
@@ -119,6 +143,9 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
              "replace it (the old version is kept)")
     if target.exists() and not replace:
         return Submission(ConformanceReport(problems=[taken]))
+    too_big = _too_big(manifest.folder)
+    if too_big:
+        return Submission(ConformanceReport(problems=[too_big]))
     report = run_conformance(bot, games=games, sandbox=sandbox, submitting=True)
     if report.problems:
         return Submission(report)

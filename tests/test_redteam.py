@@ -207,6 +207,18 @@ def test_a_bot_toml_that_is_a_fifo_or_dev_zero_is_an_error_not_a_hang(tmp_path: 
         assert "Traceback" not in run.stderr
 
 
+def test_submit_of_a_huge_sparse_file_is_refused_before_anything_is_copied(tmp_path: Path) -> None:
+    # On main a 100 GB sparse file (no disk in the bot folder) was copied as 100 GB of zeros
+    # into entrants/ (13 GB written in the first minute). Here 1.5 GiB, refused at once.
+    bot = _copy_random(tmp_path / "bigbot", "bigbot")
+    with open(bot / "weights.bin", "wb") as handle:
+        handle.truncate(3 << 29)
+    run = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                "--games", "2", timeout=120)
+    assert "too big to hand in" in run.stdout + run.stderr, run.stdout + run.stderr
+    assert not (tmp_path / "entrants").exists() or not any((tmp_path / "entrants").iterdir())
+
+
 def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path) -> None:
     bot = _copy_random(tmp_path / "fifobot", "fifobot")
     os.mkfifo(bot / "pipe")
