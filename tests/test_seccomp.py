@@ -99,9 +99,9 @@ def ptrace_child():
     return result
 
 
-def sock(family, kind=socket.SOCK_STREAM):
+def sock(family, kind=socket.SOCK_STREAM, protocol=0):
     try:
-        socket.socket(family, kind).close()
+        socket.socket(family, kind, protocol).close()
     except OSError as exc:
         return exc.errno
     return 0
@@ -154,6 +154,8 @@ denied = {
     "fanotify_init": call(300, 0x200, 0),
     "dnotify": on_fd("/usr", 72, 1026, 0x1),
     "flock_ex": on_fd("/usr", 73, 2 | 4),
+    "netlink_uevent": sock(socket.AF_NETLINK, socket.SOCK_DGRAM, 15),
+    "memfd_secret": call(447, 0),
     "x32": x32_call(),
     "unshare": call(272, 0x10000000),  # last: when it works, the probe is in a new namespace
 }
@@ -183,7 +185,7 @@ EXPECTED_DENIED = {
     "ptrace": errno.EPERM, "process_vm_readv": errno.EPERM, "bpf": errno.EPERM,
     "perf_event_open": errno.EPERM, "io_uring_setup": errno.EPERM, "userfaultfd": errno.EPERM,
     "inotify_add_watch": errno.EPERM, "fanotify_init": errno.EPERM, "dnotify": errno.EPERM,
-    "flock_ex": errno.EOPNOTSUPP,
+    "flock_ex": errno.EOPNOTSUPP, "netlink_uevent": errno.EPROTONOSUPPORT, "memfd_secret": errno.ENOSYS,
     "x32": f"signal {signal.SIGSYS.value}",  # killed, not just refused
 }
 EXPECTED_ALLOWED = {"unix": 0, "inet": 0, "inet6": 0, "netlink": 0, "loopback": "ping", "thread": 499500,
@@ -244,7 +246,8 @@ def test_without_the_filter_the_same_calls_reach_the_kernel(tmp_path: Path) -> N
     # the kernel lacks it: the same errno either way.
     assert differ >= {"keyctl", "add_key", "request_key", "unshare", "setns", "clone_newuser", "clone3",
                       "vsock", "unix_high_bits", "ptrace", "process_vm_readv", "perf_event_open",
-                      "io_uring_setup", "userfaultfd", "x32", "inotify_add_watch", "dnotify", "flock_ex"},\
+                      "io_uring_setup", "userfaultfd", "x32", "inotify_add_watch", "dnotify", "flock_ex",
+                      "netlink_uevent"},\
         report["denied"]
     assert report["allowed"] == EXPECTED_ALLOWED
 

@@ -50,6 +50,9 @@ DENIED: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("file watches", errno.EPERM, ("inotify_add_watch", "fanotify_init")),
     # clone3 passes its flags in memory the filter cannot read: ENOSYS makes glibc use clone.
     ("clone3", errno.ENOSYS, ("clone3",)),
+    # Memory taken out of the kernel's direct map (fragments it for the whole machine);
+    # ENOSYS, as on the many kernels built without it.
+    ("memfd_secret", errno.ENOSYS, ("memfd_secret",)),
 )
 
 # clone flags that make a namespace (CLONE_NEWTIME, 0x80, exists only for clone3 and unshare;
@@ -92,6 +95,11 @@ def filter_bpf() -> bytes:
                       seccomp.Arg(1, seccomp.EQ, F_NOTIFY))
         filt.add_rule(seccomp.ERRNO(errno.EOPNOTSUPP), _number(seccomp, "flock"),
                       seccomp.Arg(1, seccomp.MASKED_EQ, LOCK_EX, LOCK_EX))
+        # Netlink: the routing protocol only (what glibc and libuv use). The others reach the
+        # host: NETLINK_KOBJECT_UEVENT hears the machine's device events from any network
+        # namespace owned by the initial user namespace, as a bot's is.
+        filt.add_rule(seccomp.ERRNO(errno.EPROTONOSUPPORT), _number(seccomp, "socket"),
+                      seccomp.Arg(0, seccomp.EQ, socket.AF_NETLINK), seccomp.Arg(2, seccomp.NE, 0))
         # Everything but the allowed families, compared on all 64 bits of the argument.
         sock = _number(seccomp, "socket")
         denied = seccomp.ERRNO(errno.EAFNOSUPPORT)
@@ -137,7 +145,8 @@ def describe() -> str:
     names: dict[int, str] = {socket.AF_UNIX: "unix", socket.AF_INET: "inet", socket.AF_INET6: "inet6",
                              socket.AF_NETLINK: "netlink"}
     families = ", ".join(names.get(f, str(f)) for f in ALLOWED_FAMILIES)
-    groups = ", ".join([group for group, _, _ in DENIED if group != "clone3"] + ["exclusive flock"])
+    groups = ", ".join([group for group, _, _ in DENIED if group not in ("clone3", "memfd_secret")]
+                       + ["exclusive flock"])
     return (f"seccomp filter in force ({len(program) // 8} BPF instructions, libseccomp "
             f"{_libseccomp_version()}): denied {groups}; sockets {families} only; "
             "other ABIs killed")
