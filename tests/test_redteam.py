@@ -90,9 +90,11 @@ def test_cells_nested_deeper_than_the_validators_can_walk_are_malformed_not_a_re
 
 
 @pytest.mark.parametrize(("kind", "reason"), [("deep_nesting", "malformed"), ("deep_cells", "malformed"),
-                                              ("huge_cells", "schema")])
+                                              ("huge_cells", "schema"), ("big_int", "protocol"),
+                                              ("huge_number", None), ("many_keys", None),
+                                              ("escapes", None), ("nul", "schema")])
 def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: Path, kind: str,
-                                                                       reason: str) -> None:
+                                                                       reason: str | None) -> None:
     bot = misbehaving_bot(tmp_path / kind, kind, stdio=True)
     out = tmp_path / "games.jsonl"
     run = arena("play", str(bot.folder), RANDOM, "--games", "2", "--sandbox", "none", "--out", str(out),
@@ -102,9 +104,13 @@ def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: 
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 2
     for record in records:
-        loser = record["players"][record["result"]["loser"]]
-        assert loser == f"bad-{kind}", record["result"]
-        assert record["result"]["reason"] == reason, record["result"]
+        if reason is None:  # valid (x- fields): the game goes on; it only must not be slow
+            assert record["result"]["reason"] == "normal", record["result"]
+        else:
+            loser = record["players"][record["result"]["loser"]]
+            assert loser == f"bad-{kind}", record["result"]
+            assert record["result"]["reason"] == reason, record["result"]
+            assert len(record["result"]["detail"]) < 1000, record["result"]  # big_int: 4000 digits
         took = (datetime.fromisoformat(record["finished_at"])
                 - datetime.fromisoformat(record["started_at"])).total_seconds()
         assert took < 10, f"the referee spent {took:.1f} s on a game of a few moves"
