@@ -121,6 +121,17 @@ def _too_big(folder: Path) -> str | None:
     return None
 
 
+def _plain_modes(folder: Path) -> None:
+    """The copy (owned by root) without setuid, setgid or sticky bits and writable by root
+    only: copytree keeps modes, so a setuid file handed in became a root-owned setuid
+    program that any local user could run."""
+    for root, dirs, files in walk(folder):
+        for path in [root, *(os.path.join(root, name) for name in dirs + files)]:
+            info = os.lstat(path)
+            if not stat.S_ISLNK(info.st_mode):
+                os.chmod(path, stat.S_IMODE(info.st_mode) & 0o755)
+
+
 def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict",
            replace: bool = False) -> Submission:
     """Build and check ``bot``; copy it into ``entrants/<name>`` only if it passes.
@@ -168,6 +179,7 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
         except ArenaError as exc:
             report.problems.append(str(exc))
             return Submission(report)
+        _plain_modes(staging / "bot")
         previous = None
         if target.exists() or target.is_symlink():
             if not replace:  # appeared while the check ran

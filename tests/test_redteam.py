@@ -225,6 +225,27 @@ def test_submit_of_a_huge_sparse_file_is_refused_before_anything_is_copied(tmp_p
     assert not (tmp_path / "entrants").exists() or not any((tmp_path / "entrants").iterdir())
 
 
+def test_submit_never_installs_a_setuid_or_world_writable_file(tmp_path: Path) -> None:
+    # On main copytree kept the modes: a setuid copy of cat handed in became a root-owned
+    # setuid cat in entrants/ (any local user could read /etc/shadow with it).
+    bot = _copy_random(tmp_path / "suidbot", "suidbot")
+    shutil.copy("/bin/cat", bot / "tool")
+    os.chown(bot / "tool", 60999, 60999)
+    os.chmod(bot / "tool", 0o6755)
+    os.chmod(bot / "bot.py", 0o666)
+    os.chmod(bot, 0o1777)
+    entrants = tmp_path / "entrants"
+    run = arena("submit", str(bot), "--entrants", str(entrants), "--sandbox", "none", "--games", "2",
+                timeout=300)
+    assert "ACCEPTED" in run.stdout + run.stderr, run.stdout + run.stderr
+    for root, dirs, files in walk(entrants / "suidbot"):
+        for path in [root, *(os.path.join(root, name) for name in dirs + files)]:
+            info = os.lstat(path)
+            assert info.st_uid == 0
+            assert info.st_mode & 0o7022 == 0, (path, oct(info.st_mode))
+    assert os.stat(entrants / "suidbot" / "tool").st_mode & 0o111 == 0o111  # still runs
+
+
 def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path) -> None:
     bot = _copy_random(tmp_path / "fifobot", "fifobot")
     os.mkfifo(bot / "pipe")
