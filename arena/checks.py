@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +15,7 @@ from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.match import BotPool, sample_bots_dir
 from arena.referee import GameResult, failure_detail, termination_for
-from arena.untrusted import inside, refuse_symlinks
+from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
 
 SLOW_START_S = 2.0
 
@@ -138,6 +140,39 @@ class Submission:
     previous: Path | None = None  # where the version it replaced was kept
 
 
+SUBMIT_MAX_BYTES = 1 << 30  # a bot folder handed in: its files' total (apparent) size
+SUBMIT_MAX_FILES = 100_000
+
+
+def _too_big(folder: Path) -> str | None:
+    """Why a folder is too big to be handed in (copied, built, packed for Dask), or None.
+    Apparent sizes: a sparse file of 100 GB is copied as 100 GB of zeros."""
+    total = count = 0
+    for root, dirs, files in walk(folder):
+        for name in dirs + files:
+            count += 1
+            try:
+                info = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+            if total > SUBMIT_MAX_BYTES or count > SUBMIT_MAX_FILES:
+                return (f"{shown(str(folder))}: more than {SUBMIT_MAX_BYTES >> 20} MiB or "
+                        f"{SUBMIT_MAX_FILES} files and folders: too big to hand in")
+    return None
+
+
+def _plain_modes(folder: Path) -> None:
+    """The copy (owned by root) without setuid, setgid or sticky bits and writable by root
+    only: copytree keeps modes, so a setuid file handed in became a root-owned setuid
+    program that any local user could run."""
+    for root, dirs, files in walk(folder):
+        for path in [root, *(os.path.join(root, name) for name in dirs + files)]:
+            info = os.lstat(path)
+            if not stat.S_ISLNK(info.st_mode):
+                os.chmod(path, stat.S_IMODE(info.st_mode) & 0o755)
+
+
 def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict",
            replace: bool = False) -> Submission:
     """Build and check ``bot``; copy it into ``entrants/<name>`` only if it passes.
@@ -160,19 +195,32 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
              "replace it (the old version is kept)")
     if target.exists() and not replace:
         return Submission(ConformanceReport(problems=[taken]))
+    too_big = _too_big(manifest.folder)
+    if too_big:
+        return Submission(ConformanceReport(problems=[too_big]))
     report = run_conformance(bot, games=games, sandbox=sandbox, submitting=True)
     if report.problems:
         return Submission(report)
     entrants.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
     try:
-        shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        except RecursionError:  # Python 3.11's copytree recurses once per folder level
+            report.problems.append(f"{shown(str(manifest.folder))}: folders nested too deeply to copy")
+            return Submission(report)
+        except OSError as exc:  # a FIFO, a socket or a device (shutil.Error lists them), unreadable
+            what = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
+            report.problems.append(f"{shown(str(manifest.folder))}: cannot copy it: {shown(str(what), 300)} "
+                                   "(a bot folder holds only folders and regular files)")
+            return Submission(report)
         try:  # the bot may have made links since the check: judge the copy itself
             refuse_symlinks(staging / "bot", manifest.folder)
         except ArenaError as exc:
             report.problems.append(str(exc))
             return Submission(report)
+        _plain_modes(staging / "bot")
         previous = None
         if target.exists() or target.is_symlink():
             if not replace:  # appeared while the check ran
@@ -189,5 +237,5 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
             target.rename(previous)
         (staging / "bot").rename(target)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
     return Submission(report, target, previous)

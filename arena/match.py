@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import resource
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.paths import sample_bots_dir
 from arena.protocol.codec import load_schemas
 from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
-from arena.untrusted import file_name, inside
+from arena.untrusted import file_name, inside, remove_tree
 
 
 def unique_labels(names: list[str]) -> list[str]:
@@ -152,7 +151,7 @@ class BotPool:
         for claim in self._uids:
             claim.release()
         if self._build_dir is not None:
-            shutil.rmtree(self._build_dir, ignore_errors=True)
+            remove_tree(self._build_dir)
             self._build_dir = None
 
     def __enter__(self) -> BotPool:

@@ -38,6 +38,7 @@ from arena.errors import (
 from arena.protocol.codec import encode_trusted as encode
 from arena.protocol.messages import components as wire_components
 from arena.records import make_record, utc_now
+from arena.untrusted import shown
 
 log = logging.getLogger("arena.referee")
 
@@ -292,7 +293,7 @@ def _await_move(bot: BotHandle, seat: int, seq: int, sent: float, limit_ms: int,
                          bot.name, message["seq"], seq)
                 continue
             raise _Forfeit(seat, ProtocolViolationError(
-                f"{bot.name} answered request {message['seq']}, which was never sent "
+                f"{bot.name} answered request {shown(message['seq'], 40)}, which was never sent "
                 f"(current request {seq})"))
         if kind == "error":  # the bot gives up: PROTOCOL.md counts it as a crash
             raise _Forfeit(seat, BotTerminatedError(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,10 +164,51 @@ def file_name(text: str, *, limit: int = NAME_MAX, fallback: str = "bot") -> str
     return name or fallback
 
 
+def walk(folder: Path | str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(folder)`` (top down, links not followed, unreadable folders skipped) without
+    recursion: Python 3.11's ``os.walk`` raises RecursionError in a tree about 1000 folders
+    deep, which a bot folder or a build can hold."""
+    stack = [os.fspath(folder)]
+    while stack:
+        root = stack.pop()
+        dirs: list[str] = []
+        files: list[str] = []
+        try:
+            with os.scandir(root) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(entry.name)
+        except OSError:
+            continue
+        yield root, dirs, files
+        stack.extend(os.path.join(root, name) for name in reversed(dirs))
+
+
+def remove_tree(folder: Path | str) -> None:
+    """``shutil.rmtree(folder, ignore_errors=True)`` without recursion (see :func:`walk`);
+    symlinks are removed, never followed."""
+    folders = []
+    for root, _dirs, files in walk(folder):
+        folders.append(root)
+        for name in files:
+            try:
+                os.unlink(os.path.join(root, name))
+            except OSError:
+                pass
+    for path in reversed(folders):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
 def symlinks_in(folder: Path) -> list[Path]:
     """The symbolic links in ``folder`` (at any depth; links are not followed)."""
     found = []
-    for root, dirs, files in os.walk(folder, followlinks=False):
+    for root, dirs, files in walk(folder):
         for entry in dirs + files:
             path = Path(root) / entry
             if path.is_symlink():
@@ -188,4 +230,4 @@ def refuse_symlinks(folder: Path, label: Path | str | None = None) -> None:
 
 __all__ = ["NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings", "csv_cell", "csv_frame",
            "file_name", "for_terminal", "inside", "is_valid_name", "may_hold_surrogates", "refuse_symlinks",
-           "shown", "symlinks_in", "valid_unicode"]
+           "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk"]

@@ -47,6 +47,15 @@ def call(number, *args):
     return ctypes.get_errno() if result == -1 else 0
 
 
+def on_fd(path, number, *args, flags=os.O_RDONLY):
+    """The errno of the system call ``number(fd, *args)`` on a new descriptor of ``path``."""
+    fd = os.open(path, flags, 0o600)
+    try:
+        return call(number, fd, *args)
+    finally:
+        os.close(fd)
+
+
 def clone_newuser():
     result = libc.syscall(L(56), L(0x10000000 | signal.SIGCHLD), L(0), L(0), L(0), L(0))
     if result == 0:
@@ -90,9 +99,9 @@ def ptrace_child():
     return result
 
 
-def sock(family, kind=socket.SOCK_STREAM):
+def sock(family, kind=socket.SOCK_STREAM, protocol=0):
     try:
-        socket.socket(family, kind).close()
+        socket.socket(family, kind, protocol).close()
     except OSError as exc:
         return exc.errno
     return 0
@@ -141,6 +150,12 @@ denied = {
     "perf_event_open": call(298, None, 0, -1, -1, 0),
     "io_uring_setup": call(425, 1, None),
     "userfaultfd": call(323, 1),
+    "inotify_add_watch": on_fd("/usr", 254, b"/usr", 0x20),
+    "fanotify_init": call(300, 0x200, 0),
+    "dnotify": on_fd("/usr", 72, 1026, 0x1),
+    "flock_ex": on_fd("/usr", 73, 2 | 4),
+    "netlink_uevent": sock(socket.AF_NETLINK, socket.SOCK_DGRAM, 15),
+    "memfd_secret": call(447, 0),
     "x32": x32_call(),
     "unshare": call(272, 0x10000000),  # last: when it works, the probe is in a new namespace
 }
@@ -154,6 +169,9 @@ allowed = {
     "exec": subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True,
                            text=True).stdout.strip(),
     "getaddrinfo": len(socket.getaddrinfo("127.0.0.1", 80)) > 0,
+    "flock_sh": on_fd("/usr", 73, 1 | 4),
+    # F_SETLK with a struct flock of zeros: F_RDLCK of the whole file
+    "fcntl_lock": on_fd("/tmp/probe-lock", 72, 6, bytes(32), flags=os.O_RDWR | os.O_CREAT),
 }
 print(json.dumps({"seccomp": seccomp_mode, "keys": keys, "denied": denied, "allowed": allowed,
                   "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd"))}))
@@ -166,10 +184,12 @@ EXPECTED_DENIED = {
     "alg": errno.EAFNOSUPPORT, "unix_high_bits": errno.EAFNOSUPPORT, "mount": errno.EPERM,
     "ptrace": errno.EPERM, "process_vm_readv": errno.EPERM, "bpf": errno.EPERM,
     "perf_event_open": errno.EPERM, "io_uring_setup": errno.EPERM, "userfaultfd": errno.EPERM,
+    "inotify_add_watch": errno.EPERM, "fanotify_init": errno.EPERM, "dnotify": errno.EPERM,
+    "flock_ex": errno.EOPNOTSUPP, "netlink_uevent": errno.EPROTONOSUPPORT, "memfd_secret": errno.ENOSYS,
     "x32": f"signal {signal.SIGSYS.value}",  # killed, not just refused
 }
 EXPECTED_ALLOWED = {"unix": 0, "inet": 0, "inet6": 0, "netlink": 0, "loopback": "ping", "thread": 499500,
-                    "exec": "42", "getaddrinfo": True}
+                    "exec": "42", "getaddrinfo": True, "flock_sh": 0, "fcntl_lock": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -226,7 +246,9 @@ def test_without_the_filter_the_same_calls_reach_the_kernel(tmp_path: Path) -> N
     # the kernel lacks it: the same errno either way.
     assert differ >= {"keyctl", "add_key", "request_key", "unshare", "setns", "clone_newuser", "clone3",
                       "vsock", "unix_high_bits", "ptrace", "process_vm_readv", "perf_event_open",
-                      "io_uring_setup", "userfaultfd", "x32"}, report["denied"]
+                      "io_uring_setup", "userfaultfd", "x32", "inotify_add_watch", "dnotify", "flock_ex",
+                      "netlink_uevent"},\
+        report["denied"]
     assert report["allowed"] == EXPECTED_ALLOWED
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
-from arena.untrusted import NAME_RULE, is_valid_name, shown
+from arena.untrusted import NAME_RULE, is_valid_name, remove_tree, shown, walk
 
 if TYPE_CHECKING:
     from arena.channel.sandbox import Sandbox
@@ -74,13 +74,15 @@ class Manifest:
         if not folder.is_dir():
             raise ConfigError(f"{folder}: not a bot folder (no such directory)")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(_read_manifest(path))
         except FileNotFoundError:
             raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST})") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
+            raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
         problems: list[str] = []
         unknown = set(data) - set(KEYS)
         if unknown:
@@ -131,6 +133,25 @@ class Manifest:
         return words
 
 
+MANIFEST_MAX_BYTES = 1 << 20
+
+
+def _read_manifest(path: Path) -> str:
+    """The text of a bot.toml: a regular file of at most MANIFEST_MAX_BYTES. Opened without
+    blocking, so a FIFO (or a link to one, or to /dev/zero) is an error, not a hang or a
+    harness filling its memory. Raises OSError or UnicodeDecodeError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"not a regular file ({MANIFEST} must be a plain text file)")
+        data = os.read(fd, MANIFEST_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise OSError(f"larger than {MANIFEST_MAX_BYTES >> 20} MiB")
+    return data.decode("utf-8")
+
+
 def build(manifest: Manifest, log: Path | None = None, *, sandbox: Sandbox | None = None,
           into: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S,
           log_cap_bytes: int = BUILD_LOG_CAP_BYTES) -> Manifest:
@@ -176,11 +197,13 @@ def private_copy(source: Path, target: Path) -> None:
     """Copy the bot folder ``source`` to ``target`` (replaced if present): folders, regular
     files and symlinks that stay inside the folder. Raises BotStartError for anything else
     (a symlink pointing outside, a device, a FIFO) rather than copy what it points at."""
-    if target.is_symlink() or target.exists():
-        shutil.rmtree(target)
+    if target.is_symlink():
+        target.unlink()
+    elif target.exists():
+        remove_tree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.mkdir(mode=0o755)
-    for root, dirs, files in os.walk(source):
+    for root, dirs, files in walk(source):
         here = Path(root)
         for name in dirs + files:
             src = here / name
@@ -230,7 +253,7 @@ def _hand_back(folder: Path) -> None:
 def _tree(folder: Path) -> Iterator[str]:
     """``folder`` and everything under it, never following a symlink."""
     yield str(folder)
-    for root, dirs, files in os.walk(folder):
+    for root, dirs, files in walk(folder):
         for name in dirs + files:
             yield os.path.join(root, name)
 

@@ -237,7 +237,10 @@ class BotProcess:
         drain = None
         if log_file is not None:
             os.close(write_fd)  # the bot holds the only write end: EOF once it and its tree die
-            drain = threading.Thread(target=_drain, args=(read_fd, log_file, stderr_cap_bytes),
+            # The cap is per run, and a bot that dies at every start runs once per game: the
+            # log as a whole is capped too (a bot wrote 1 MiB per game, 2.5 MiB/s, to disk).
+            room = max(0, min(stderr_cap_bytes, STDERR_LOG_MAX_BYTES - log_file.tell()))
+            drain = threading.Thread(target=_drain, args=(read_fd, log_file, room),
                                      name=f"bot-stderr-{popen.pid}", daemon=True)
             drain.start()
         log.debug("started pid %d: %s", popen.pid, argv)
@@ -612,12 +615,16 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         pass
 
 
+STDERR_LOG_MAX_BYTES = 16 << 20
+"""A bot's stderr log file stops growing at this size, however many times the bot starts."""
+
+
 def _drain(fd: int, out: IO[bytes], cap: int) -> None:
     """Copy the pipe to ``out`` up to ``cap`` bytes, then keep reading to EOF so the
     bot never blocks on a full pipe."""
     written = 0
     last = b"\n"
-    full = False
+    full = cap <= 0  # the log is full already: nothing more, not even the truncation line
     try:
         while True:
             try:

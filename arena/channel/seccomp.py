@@ -45,14 +45,23 @@ DENIED: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("userfaultfd", errno.EPERM, ("userfaultfd",)),
     # io_uring: a second system-call interface that seccomp cannot see into.
     ("io_uring", errno.EPERM, ("io_uring_setup", "io_uring_enter", "io_uring_register")),
+    # File watches: bots share read-only files (/usr, the runtime), and a watch sees another
+    # bot open them, a channel between bots (and a view of what the other one runs).
+    ("file watches", errno.EPERM, ("inotify_add_watch", "fanotify_init")),
     # clone3 passes its flags in memory the filter cannot read: ENOSYS makes glibc use clone.
     ("clone3", errno.ENOSYS, ("clone3",)),
+    # Memory taken out of the kernel's direct map (fragments it for the whole machine);
+    # ENOSYS, as on the many kernels built without it.
+    ("memfd_secret", errno.ENOSYS, ("memfd_secret",)),
 )
 
 # clone flags that make a namespace (CLONE_NEWTIME, 0x80, exists only for clone3 and unshare;
 # in clone's first argument 0x80 is part of the exit signal).
 CLONE_NEW_FLAGS: tuple[int, ...] = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000,
                                     0x20000000, 0x40000000)
+
+F_NOTIFY = 1026  # fcntl command of dnotify (linux/fcntl.h)
+LOCK_EX = 2  # flock operation bit
 
 # Socket families a bot may use: ipc (ZeroMQ, local IPC of runtimes), IPv4 and IPv6 (the
 # loopback of its own network namespace), netlink (glibc's getaddrinfo and getifaddrs, libuv).
@@ -79,6 +88,18 @@ def filter_bpf() -> bytes:
         clone = _number(seccomp, "clone")
         for flag in CLONE_NEW_FLAGS:
             filt.add_rule(seccomp.ERRNO(errno.EPERM), clone, seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+        # dnotify (fcntl F_NOTIFY) is a file watch too (see DENIED); an exclusive flock on a
+        # shared read-only file is a bit another bot can read (its LOCK_SH|LOCK_NB fails):
+        # "not supported", as on some network file systems, which build tools handle.
+        filt.add_rule(seccomp.ERRNO(errno.EPERM), _number(seccomp, "fcntl"),
+                      seccomp.Arg(1, seccomp.EQ, F_NOTIFY))
+        filt.add_rule(seccomp.ERRNO(errno.EOPNOTSUPP), _number(seccomp, "flock"),
+                      seccomp.Arg(1, seccomp.MASKED_EQ, LOCK_EX, LOCK_EX))
+        # Netlink: the routing protocol only (what glibc and libuv use). The others reach the
+        # host: NETLINK_KOBJECT_UEVENT hears the machine's device events from any network
+        # namespace owned by the initial user namespace, as a bot's is.
+        filt.add_rule(seccomp.ERRNO(errno.EPROTONOSUPPORT), _number(seccomp, "socket"),
+                      seccomp.Arg(0, seccomp.EQ, socket.AF_NETLINK), seccomp.Arg(2, seccomp.NE, 0))
         # Everything but the allowed families, compared on all 64 bits of the argument.
         sock = _number(seccomp, "socket")
         denied = seccomp.ERRNO(errno.EAFNOSUPPORT)
@@ -124,7 +145,8 @@ def describe() -> str:
     names: dict[int, str] = {socket.AF_UNIX: "unix", socket.AF_INET: "inet", socket.AF_INET6: "inet6",
                              socket.AF_NETLINK: "netlink"}
     families = ", ".join(names.get(f, str(f)) for f in ALLOWED_FAMILIES)
-    groups = ", ".join(group for group, _, _ in DENIED if group != "clone3")
+    groups = ", ".join([group for group, _, _ in DENIED if group not in ("clone3", "memfd_secret")]
+                       + ["exclusive flock"])
     return (f"seccomp filter in force ({len(program) // 8} BPF instructions, libseccomp "
             f"{_libseccomp_version()}): denied {groups}; sockets {families} only; "
             "other ABIs killed")

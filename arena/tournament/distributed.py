@@ -33,7 +33,7 @@ from arena.match import BotPool, build_all
 from arena.tournament.config import Entrant, TournamentConfig
 from arena.tournament.runner import Finished, play_spec
 from arena.tournament.schedule import GameSpec
-from arena.untrusted import check_name, file_name, inside, refuse_symlinks
+from arena.untrusted import check_name, file_name, inside, refuse_symlinks, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
 
@@ -47,7 +47,8 @@ def pack_bot(folder: Path) -> bytes:
     refuse_symlinks(folder)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for path in sorted(folder.rglob("*")):
+        # walk, not rglob: Python 3.11's rglob recurses once per folder level (RecursionError)
+        for path in sorted(Path(root, name) for root, dirs, files in walk(folder) for name in dirs + files):
             relative = path.relative_to(folder)
             if "__pycache__" in relative.parts:
                 continue

@@ -212,9 +212,71 @@ def try_keyring() -> None:
     attempt("keyring /proc/keys", proc_keys)
 
 
+def try_covert() -> None:
+    """Two bots talking through the files they share read-only (/usr): ``covert send`` holds
+    an exclusive flock on /usr/bin/env and opens /usr/bin/env again and again (inotify
+    IN_OPEN events); ``covert recv`` reports whether it sees either (in its first 3 s)."""
+    import ctypes
+    import fcntl
+
+    shared = "/usr/bin/env"
+    if ARGS[0] == "send":
+        held = open(shared, "rb")  # noqa: SIM115 - kept open (and locked) for the bot's life
+        attempt("covert flock LOCK_EX", lambda: fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB))
+        globals()["_held"] = held
+        if os.fork() == 0:
+            while True:  # a beacon for inotify and dnotify; frozen with the bot off its turn
+                with open(shared, "rb") as beacon:
+                    beacon.read(1)
+                time.sleep(0.01)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def inotify() -> str:
+        fd = libc.inotify_init1(os.O_NONBLOCK)
+        if fd < 0 or libc.inotify_add_watch(fd, shared.encode(), 0x20) < 0:  # IN_OPEN
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                return f"saw {len(os.read(fd, 4096))} bytes of IN_OPEN events from another bot"
+            except BlockingIOError:
+                time.sleep(0.05)
+        raise OSError("no event")
+
+    def lock() -> str:
+        with open(shared, "rb") as handle:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    return "another bot holds an exclusive lock on " + shared
+                time.sleep(0.05)
+        raise OSError("no lock seen")
+    def dnotify() -> str:  # fcntl(F_NOTIFY): a signal when a file of the folder is opened
+        seen = []
+        signal.signal(signal.SIGIO, lambda *_: seen.append(1))
+        folder = os.open(os.path.dirname(shared), os.O_RDONLY)
+        fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_ACCESS | getattr(fcntl, "DN_MULTISHOT", 0x80000000)
+                    | 0x20)  # DN_OPEN is not in every fcntl module; 0x20 is DN_ATTRIB, harmless
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and not seen:
+            time.sleep(0.05)
+        if not seen:
+            raise OSError("no signal")
+        return "SIGIO: another bot used a file of " + os.path.dirname(shared)
+
+    attempt("covert inotify", inotify)
+    attempt("covert flock", lock)
+    attempt("covert dnotify", dnotify)
+
+
 ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
-            "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring}
+            "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring,
+            "covert": try_covert}
 
 
 class Link:
@@ -295,12 +357,46 @@ def identity_flood(connections: int = 32) -> None:
                 time.sleep(0.001)
 
 
+def _plain_move(seq: int, state: GameState) -> bytes:
+    return json.dumps(move_reply(seq, state)).encode()[:-1]
+
+
+# Replies that are valid JSON but pathological for a parser or a validator (red team).
+PATHOLOGICAL = {
+    # Nested 700 deep with a \u escape: parses, but a recursive post-pass overflows the stack.
+    "deep_nesting": lambda seq, state: _plain_move(seq, state) + b', "x-a": ' + b"[" * 700
+    + b'"\\u0041"' + b"]" * 700 + b"}",
+    # cells nested 500 deep: the validators recurse into them.
+    "deep_cells": lambda seq, state: b'{"type": "move", "seq": %d, "move": {"action": "buy", "patch": 1, '
+    b'"cells": ' % seq + b"[" * 500 + b"]" * 500 + b"}}",
+    # A 4000-digit integer (just under Python's 4300-digit conversion limit) as seq.
+    "big_int": lambda seq, state: b'{"type": "move", "seq": ' + b"9" * 4000
+    + b', "move": {"action": "advance"}}',
+    # 1e999 (inf in Python) where an integer is expected, and in an x- field.
+    "huge_number": lambda seq, state: _plain_move(seq, state) + b', "x-n": 1e999}',
+    # 60,000 x- keys just under 1 MiB.
+    "many_keys": lambda seq, state: _plain_move(seq, state)
+    + b"".join(b', "x-%d": 0' % i for i in range(60000)) + b"}",
+    # Almost 1 MiB of \u escapes (lone surrogates) in an x- field.
+    "escapes": lambda seq, state: _plain_move(seq, state) + b', "x-s": "' + b"\\ud800" * 170000 + b'"}',
+    # A buy with 110,000 cells (just under 1 MiB): costly for a validator to explain.
+    "huge_cells": lambda seq, state: b'{"type": "move", "seq": %d, "move": {"action": "buy", "patch": 1, '
+    b'"cells": [' % seq + b",".join([b'[0, "a"]'] * 110000) + b"]}}",
+    # NUL bytes (escaped) in every string.
+    "nul": lambda seq, state: b'{"type": "move\\u0000", "seq": %d, '
+    b'"move": {"action": "advance\\u0000"}}' % seq,
+}
+
+
 def move_reply(seq: int, state: GameState) -> dict:
     return {"type": "move", "seq": seq, "move": state.legal_moves()[0].to_json(state.ruleset.cols)}
 
 
 def main() -> None:
     if KIND == "exit_at_start":
+        sys.exit(7)
+    if KIND == "spam_and_exit":  # every start fills its log's cap, then exits: restarted per game
+        try_stderr_spam()
         sys.exit(7)
     if KIND == "slow_start":
         time.sleep(60)
@@ -407,6 +503,18 @@ def main() -> None:
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
                       "spin_helpers") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
+        elif KIND == "bridge_forge":  # ZeroMQ: write a frame of the bridge's own into its pipe
+            import struct
+            with open(f"/proc/{os.getppid()}/fd/1", "wb") as pipe:
+                text = ("forged start failure " + HOSTILE_TEXT).encode("utf-8", "surrogatepass")
+                pipe.write(struct.pack(">cI", ARGS[0].encode() if ARGS else b"S", len(text)) + text)
+            time.sleep(30)
+        elif KIND == "bridge_stop":  # ZeroMQ: stop (or kill) the bridge, the bot's parent
+            os.kill(os.getppid(), getattr(signal, ARGS[0]) if ARGS else signal.SIGSTOP)
+            link.send(move_reply(seq, state))
+            time.sleep(30)
+        elif KIND in PATHOLOGICAL:  # valid JSON (or nearly), costly or odd to parse
+            link.send_raw(PATHOLOGICAL[KIND](seq, state))
         elif KIND == "hostile_info":  # legal moves, each with an info string full of traps
             link.send({**move_reply(seq, state), "info": "=HYPERLINK(1) " + HOSTILE_TEXT})
         else:

@@ -1,0 +1,281 @@
+"""Red team: hostile bots and submitters against what strict promises (issue 13).
+
+Each test is an attack that once worked on main, run as an organizer meets it (real bots,
+real sandboxes, the CLI in a subprocess); it fails if the attack works again."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from arena.channel.manifest import Manifest
+from arena.channel.sandbox import check_strict_available
+from arena.errors import ArenaError, MalformedMessageError, SchemaViolationError
+from arena.match import sample_bots_dir
+from arena.protocol.codec import decode
+from arena.untrusted import remove_tree, symlinks_in, walk
+from tests.helpers import arena, misbehaving_bot, write_bot
+
+try:
+    check_strict_available()
+    STRICT = True
+except ArenaError:
+    STRICT = False
+needs_strict = pytest.mark.skipif(not STRICT, reason="the strict sandbox is not available here")
+
+RANDOM = str(sample_bots_dir() / "random")
+DEPTH = 1100  # folders: more than Python 3.11's recursion limit
+
+
+@pytest.fixture(autouse=True)
+def _no_deep_leftovers(tmp_path: Path) -> Iterator[None]:
+    """Empty tmp_path after each test: pytest's own clean-up (shutil.rmtree) would hit the
+    recursion limit in the deep trees these tests make, in every later session."""
+    yield
+    for child in tmp_path.iterdir():
+        remove_tree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+
+
+def _copy_random(dest: Path, name: str, build: str | None = None) -> Path:
+    shutil.copytree(RANDOM, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = Manifest.load(dest)
+    write_bot(dest, name, list(manifest.command), protocol=manifest.protocol, build=build)
+    for root, dirs, files in os.walk(dest):
+        for entry in dirs + files:
+            os.chmod(os.path.join(root, entry), 0o755)
+    dest.chmod(0o755)
+    return dest
+
+
+def _deep_tree(top: Path, depth: int = DEPTH) -> Path:
+    path = top
+    for _ in range(depth // 100):  # os.makedirs 100 levels at a time, well under PATH_MAX
+        path = path / "/".join(["d"] * 100)
+        os.makedirs(path)
+    (path / "leaf").write_text("x")
+    return path
+
+
+# ------------------------------------------------------------------ the referee
+def test_deeply_nested_message_with_an_escape_is_malformed_not_a_referee_crash() -> None:
+    # The C parser nests deeper than the recursive surrogate clean-up could walk.
+    text = ('{"type": "move", "seq": 1, "move": {"action": "advance"}, "x-a": '
+            + "[" * 700 + '"\\u0041"' + "]" * 700 + "}")
+    with pytest.raises(MalformedMessageError, match="nested too deeply"):
+        decode(text)
+
+
+def test_explaining_a_huge_cells_array_takes_no_time() -> None:
+    # jsonschema took 20-30 s over this (uniqueItems and an error per item): a bot stalled
+    # its referee that long for every game it played.
+    text = ('{"type": "move", "seq": 1, "move": {"action": "buy", "patch": 1, "cells": ['
+            + ",".join(['[0, "a"]'] * 110000) + "]}}")
+    started = time.monotonic()
+    with pytest.raises(SchemaViolationError, match=r"\$\.move\.cells"):
+        decode(text)
+    assert time.monotonic() - started < 5
+
+
+def test_cells_nested_deeper_than_the_validators_can_walk_are_malformed_not_a_referee_crash() -> None:
+    text = '{"type": "move", "seq": 1, "move": {"action": "buy", "patch": 1, "cells": %s}}'
+    with pytest.raises(MalformedMessageError, match="nested too deeply"):
+        decode(text % ("[" * 500 + "]" * 500))
+
+
+@pytest.mark.parametrize(("kind", "reason"), [("deep_nesting", "malformed"), ("deep_cells", "malformed"),
+                                              ("huge_cells", "schema"), ("big_int", "protocol"),
+                                              ("huge_number", None), ("many_keys", None),
+                                              ("escapes", None), ("nul", "schema")])
+def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: Path, kind: str,
+                                                                       reason: str | None) -> None:
+    bot = misbehaving_bot(tmp_path / kind, kind, stdio=True)
+    out = tmp_path / "games.jsonl"
+    run = arena("play", str(bot.folder), RANDOM, "--games", "2", "--sandbox", "none", "--out", str(out),
+                "--logs", str(tmp_path / "logs"), timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 2
+    for record in records:
+        if reason is None:  # valid (x- fields): the game goes on; it only must not be slow
+            assert record["result"]["reason"] == "normal", record["result"]
+        else:
+            loser = record["players"][record["result"]["loser"]]
+            assert loser == f"bad-{kind}", record["result"]
+            assert record["result"]["reason"] == reason, record["result"]
+            assert len(record["result"]["detail"]) < 1000, record["result"]  # big_int: 4000 digits
+        took = (datetime.fromisoformat(record["finished_at"])
+                - datetime.fromisoformat(record["started_at"])).total_seconds()
+        assert took < 10, f"the referee spent {took:.1f} s on a game of a few moves"
+
+
+@needs_strict
+def test_a_tournament_with_pathological_bots_finishes_and_blames_them(tmp_path: Path) -> None:
+    # On main the referee's RecursionError killed the worker three times and stopped the
+    # whole tournament ("was lost with its worker process 3 times ...; stopping").
+    bots = [misbehaving_bot(tmp_path / kind, kind, stdio=True) for kind in ("deep_cells", "deep_nesting")]
+    out = tmp_path / "out"
+    run = arena("run-tournament", *[a for b in bots for a in ("--bots", str(b.folder))], "--bots", RANDOM,
+                "--games", "2", "--concurrency", "1", "--sandbox", "strict", "--out", str(out), timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert len(records) == 6
+    for record in records:
+        result = record["result"]
+        if "random" in record["players"] and result["reason"] != "normal":
+            assert record["players"][result["loser"]] != "random", result
+            assert result["reason"] == "malformed", result
+
+
+# ------------------------------------------------------------------ folders and builds
+def test_walk_and_remove_tree_handle_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
+    leaf = _deep_tree(tmp_path / "top")
+    assert sum(1 for _ in walk(tmp_path / "top")) == DEPTH + 1
+    os.symlink("/etc", leaf / "link")
+    assert symlinks_in(tmp_path / "top") == [leaf / "link"]
+    remove_tree(tmp_path / "top")
+    assert not (tmp_path / "top").exists()
+
+
+def test_dask_packing_of_a_deep_bot_folder_does_not_crash_the_coordinator(tmp_path: Path) -> None:
+    from arena.tournament.distributed import pack_bot
+
+    bot = _copy_random(tmp_path / "deepbot", "deepbot")
+    _deep_tree(bot / "junk")
+    assert pack_bot(bot)  # rglob: RecursionError
+
+
+@needs_strict
+def test_a_build_that_leaves_a_deep_tree_does_not_crash_the_tournament(tmp_path: Path) -> None:
+    build = f"python3 -c \"import os\nfor i in range({DEPTH}):\n    os.mkdir('d'); os.chdir('d')\""
+    bot = _copy_random(tmp_path / "deepbuild", "deepbuild", build=build)
+    out = tmp_path / "out"
+    run = arena("run-tournament", "--bots", str(bot), "--bots", RANDOM, "--games", "2",
+                "--concurrency", "1", "--sandbox", "strict", "--out", str(out), timeout=300)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "2 games played" in run.stdout + run.stderr
+    # handed back to root all the way down
+    deepest = max((root for root, _, _ in walk(out / "builds" / "deepbuild")), key=len)
+    assert os.stat(deepest).st_uid == 0
+
+
+def test_submit_of_a_folder_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -> None:
+    bot = _copy_random(tmp_path / "deepbot", "deepbot")
+    _deep_tree(bot / "junk")
+    run = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                "--games", "2", timeout=300)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert "nested too deeply" in run.stdout + run.stderr
+    assert not (tmp_path / "entrants" / "deepbot").exists()
+    assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
+
+
+# ------------------------------------------------------------------ bots talking to each other
+@needs_strict
+def test_opponents_cannot_signal_each_other_through_shared_read_only_files(tmp_path: Path) -> None:
+    # The sender holds an exclusive flock on /usr/bin/env and keeps opening it; the receiver
+    # looks for the lock, for inotify IN_OPEN events and for dnotify signals. All three worked.
+    sender = misbehaving_bot(tmp_path / "send", "covert", "send", name="sender", stdio=True)
+    receiver = misbehaving_bot(tmp_path / "recv", "covert", "recv", name="receiver", stdio=True)
+    logs = tmp_path / "logs"
+    run = arena("play", str(sender.folder), str(receiver.folder), "--games", "1", "--sandbox", "strict",
+                "--logs", str(logs), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = "".join(path.read_text() for path in logs.glob("*.log"))
+    assert "covert flock LOCK_EX: blocked" in said, said
+    attempts = [line for line in said.splitlines() if line.startswith(("covert inotify", "covert flock:",
+                                                                       "covert dnotify"))]
+    assert len(attempts) == 3, said
+    assert all(": blocked" in line for line in attempts), said
+
+
+# ------------------------------------------------------------------ manifests
+@pytest.mark.parametrize("what", ["fifo", "dev_zero"])
+def test_a_bot_toml_that_is_a_fifo_or_dev_zero_is_an_error_not_a_hang(tmp_path: Path, what: str) -> None:
+    bot = tmp_path / "bot"
+    bot.mkdir(mode=0o755)
+    if what == "fifo":
+        os.mkfifo(bot / "bot.toml")
+    else:
+        os.symlink("/dev/zero", bot / "bot.toml")
+    for command in (["check-bot", str(bot), "--sandbox", "none"],
+                    ["submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none"]):
+        run = arena(*command, timeout=60)  # hung forever (fifo) or filled the memory (/dev/zero)
+        assert "not a regular file" in run.stdout + run.stderr, run.stdout + run.stderr
+        assert "Traceback" not in run.stderr
+
+
+def test_submit_of_a_huge_sparse_file_is_refused_before_anything_is_copied(tmp_path: Path) -> None:
+    # On main a 100 GB sparse file (no disk in the bot folder) was copied as 100 GB of zeros
+    # into entrants/ (13 GB written in the first minute). Here 1.5 GiB, refused at once.
+    bot = _copy_random(tmp_path / "bigbot", "bigbot")
+    with open(bot / "weights.bin", "wb") as handle:
+        handle.truncate(3 << 29)
+    run = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                "--games", "2", timeout=120)
+    assert "too big to hand in" in run.stdout + run.stderr, run.stdout + run.stderr
+    assert not (tmp_path / "entrants").exists() or not any((tmp_path / "entrants").iterdir())
+
+
+def test_submit_never_installs_a_setuid_or_world_writable_file(tmp_path: Path) -> None:
+    # On main copytree kept the modes: a setuid copy of cat handed in became a root-owned
+    # setuid cat in entrants/ (any local user could read /etc/shadow with it).
+    bot = _copy_random(tmp_path / "suidbot", "suidbot")
+    shutil.copy("/bin/cat", bot / "tool")
+    os.chown(bot / "tool", 60999, 60999)
+    os.chmod(bot / "tool", 0o6755)
+    os.chmod(bot / "bot.py", 0o666)
+    os.chmod(bot, 0o1777)
+    entrants = tmp_path / "entrants"
+    run = arena("submit", str(bot), "--entrants", str(entrants), "--sandbox", "none", "--games", "2",
+                timeout=300)
+    assert "ACCEPTED" in run.stdout + run.stderr, run.stdout + run.stderr
+    for root, dirs, files in walk(entrants / "suidbot"):
+        for path in [root, *(os.path.join(root, name) for name in dirs + files)]:
+            info = os.lstat(path)
+            assert info.st_uid == 0
+            assert info.st_mode & 0o7022 == 0, (path, oct(info.st_mode))
+    assert os.stat(entrants / "suidbot" / "tool").st_mode & 0o111 == 0o111  # still runs
+
+
+def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path) -> None:
+    bot = _copy_random(tmp_path / "fifobot", "fifobot")
+    os.mkfifo(bot / "pipe")
+    os.chmod(bot / "pipe", 0o644)
+    run = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                "--games", "2", timeout=300)
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]  # shutil.Error from copytree
+    assert "is a named pipe" in run.stdout + run.stderr, run.stdout + run.stderr
+    assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
+
+
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a=" * 5000 + "}" * 5000])
+def test_a_bot_toml_nested_too_deeply_is_a_one_line_error(tmp_path: Path, value: str) -> None:
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    (bot / "bot.toml").write_text(f'name = "x"\ncommand = "python bot.py"\ndescription = {value}\n')
+    run = arena("check-bot", str(bot), "--sandbox", "none", timeout=60)
+    assert "Traceback" not in run.stderr, run.stderr[-1000:]  # RecursionError in tomllib
+    assert "nested too deeply" in run.stdout + run.stderr
+
+
+# ------------------------------------------------------------------ disk
+def test_a_bot_that_spams_and_dies_at_every_start_does_not_grow_its_log_without_bound(tmp_path: Path) -> None:
+    # 1 MiB of stderr per start (the per-run cap), restarted for every game: on main the log
+    # grew by 1 MiB a game (2.5 MiB/s), without end over a long tournament.
+    bot = misbehaving_bot(tmp_path / "spam", "spam_and_exit", stdio=True)
+    logs = tmp_path / "logs"
+    run = arena("play", str(bot.folder), RANDOM, "--games", "20", "--sandbox", "none", "--logs", str(logs),
+                timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "20 ended abnormally" in run.stdout + run.stderr
+    size = (logs / "bad-spam_and_exit.stderr.log").stat().st_size
+    assert 16 << 20 <= size <= (16 << 20) + 4096, size
