@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ def test_dask_local_cluster_gives_the_same_results_as_local_processes(tmp_path: 
             "--bots", str(SAMPLES / "cbot"), "--games", "4", "--seed", "9"]
     local = arena(*args, "--out", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
+    local_done = time.time()
     monkeypatch.setenv("ARENA_DASK_CACHE", str(tmp_path / "cache"))
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       worker_dashboard_address=None) as cluster:
@@ -50,10 +52,12 @@ def test_dask_local_cluster_gives_the_same_results_as_local_processes(tmp_path: 
     assert "Dask at" in on_dask.stdout
     assert stored_results(tmp_path / "dask") == stored_results(tmp_path / "local")
     assert table_lines(on_dask.stdout) == table_lines(local.stdout)
-    # bots were shipped once, by content hash, and the C bot was built on the workers
+    # bots were shipped once, by content hash, and the C bot was built on the workers (under
+    # strict, in a private copy in the cache's builds/ folder)
     shipped = [p for p in (tmp_path / "cache").iterdir() if len(p.name) == 64]
     assert len(shipped) == 3
-    assert any((p / "cbot" / "bot").exists() for p in shipped)
+    built = [p for p in (tmp_path / "cache").glob("builds/*/cbot/bot")]
+    assert built and all(p.stat().st_mtime > local_done for p in built)
 
 
 def test_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
