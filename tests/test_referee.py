@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.channel.bot import MAX_SILENT_STARTS
 from arena.channel.manifest import Manifest
 from arena.channel.process import ResourceLimits
 from arena.engine import Termination
@@ -129,6 +130,17 @@ def test_slow_start_is_a_start_failure(tmp_path: Path) -> None:
         result = pool.play(0, 1, seed=0, time_control=FAST)
     assert result.termination is Termination.START_FAILURE and "no hello" in result.detail
     assert live_bot_processes(pool.handles[0].markers) == []
+
+
+def test_a_bot_that_never_says_hello_is_not_started_again_and_again(tmp_path: Path) -> None:
+    manifest = misbehaving(tmp_path, "slow_start")
+    opponent = Manifest.load(sample_bots_dir() / "random")
+    with BotPool([manifest, opponent], tmp_path / "logs") as pool:
+        pool.handles[0]._start_timeout_s = 0.3
+        results = [pool.play(0, 1, seed=game, time_control=FAST) for game in range(5)]
+    assert all(r.termination is Termination.START_FAILURE for r in results)
+    assert pool.handles[0].starts == MAX_SILENT_STARTS  # the last games cost nothing
+    assert "starts in a row" in results[-1].detail and results[-1].duration_s < 1.0
 
 
 def test_failing_build_loses_every_game_and_the_match_goes_on(tmp_path: Path) -> None:

@@ -259,3 +259,13 @@ def test_an_unreadable_bot_folder_is_a_start_failure_that_says_why(tmp_path: Pat
     assert result.termination is Termination.START_FAILURE and "chmod -R o+rX" in result.detail
     with pytest.raises(BotStartError, match="mode 700"):
         Sandbox().wrap(["true"], folder=bot.folder)
+
+
+@pytest.mark.parametrize(("pattern", "handler"), [
+    ("core\n", ""), ("/var/crash/core.%p", ""), ("|/usr/lib/systemd/systemd-coredump %P %u %g",
+     "/usr/lib/systemd/systemd-coredump"), ("|/usr/share/apport/apport -p%p", "/usr/share/apport/apport"),
+    ("|", "")])
+def test_a_piped_core_pattern_is_named_for_the_start_up_warning(pattern: str, handler: str) -> None:
+    from arena.channel.sandbox import pipe_handler
+
+    assert pipe_handler(pattern) == handler

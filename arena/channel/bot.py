@@ -29,6 +29,9 @@ log = logging.getLogger("arena.wire")
 
 PROTOCOL_VERSION = 1
 START_TIMEOUT_S = 20.0  # wall clock: a Python bot on a loaded machine under a one-core quota can take seconds
+# A bot that has not said hello at this many starts in a row (each waiting START_TIMEOUT_S)
+# is not started again by this handle: its remaining games are start failures at once.
+MAX_SILENT_STARTS = 3
 # A running bot is restarted between games once one of its processes has used this share
 # of the per-process CPU limit, so that no well-behaved bot meets the limit mid-game.
 RECYCLE_CPU_SHARE = 0.5
@@ -74,6 +77,7 @@ class BotHandle:
         self._workdir: Path | None = None
         self.last_decode_ns = 0  # referee overhead spent decoding the last message
         self.broken: str | None = None  # set when the bot cannot be built: never started
+        self._silent_starts = 0  # starts in a row without a hello (see MAX_SILENT_STARTS)
         self._seq = 0  # request numbers grow across games and restarts, never reused
         self._no_hello = False  # the last start ended without a hello (see hint)
         self.exited_on_its_own: list[str] = []  # how it exited, each time it left between games
@@ -146,7 +150,13 @@ class BotHandle:
         hello = self.receive(self._start_timeout_s)
         if hello is None:
             self._no_hello = True
-            raise BotStartError(f"bot {self.name}: no hello within {self._start_timeout_s:g} s of start")
+            self._silent_starts += 1
+            error = f"bot {self.name}: no hello within {self._start_timeout_s:g} s of start"
+            if self._silent_starts >= MAX_SILENT_STARTS:  # each costs the start timeout: stop paying
+                self.broken = (f"{error}, {self._silent_starts} starts in a row: its other games are "
+                               "lost without starting it again")
+            raise BotStartError(error)
+        self._silent_starts = 0
         if hello["type"] != "hello":
             raise BotStartError(f"bot {self.name}: the first message must be hello, got {hello['type']}")
         if hello["protocol"] != PROTOCOL_VERSION:

@@ -293,7 +293,26 @@ def _check(limits: SandboxLimits, use_cgroups: bool, pondering: bool = False) ->
         lines.append(f"freezer: not used (pondering): bots may compute between moves ({why('freezer')})")
     else:
         lines.append(f"freezer: bots frozen off their turn ({why('freezer')})")
+    piped = _piped_core_pattern()
+    if piped:
+        lines.append(f"WARNING: kernel.core_pattern pipes core dumps to {piped!r}, which the kernel "
+                     "runs as root outside the sandbox whenever a bot crashes (a core-size limit "
+                     "of 0 does not stop it); on a tournament machine set kernel.core_pattern=core")
     return tuple(lines)
+
+
+def _piped_core_pattern() -> str:
+    try:
+        return pipe_handler(Path("/proc/sys/kernel/core_pattern").read_text())
+    except OSError:
+        return ""
+
+
+def pipe_handler(core_pattern: str) -> str:
+    """The program core dumps are piped to by this ``kernel.core_pattern`` (one starting
+    with ``|``), or "" when they are written to a file."""
+    words = core_pattern.strip()[1:].split() if core_pattern.strip().startswith("|") else []
+    return words[0] if words else ""
 
 
 class UidClaim:
