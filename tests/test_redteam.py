@@ -180,9 +180,9 @@ def test_submit_of_a_folder_nested_too_deeply_is_refused_in_one_line(tmp_path: P
 
 # ------------------------------------------------------------------ bots talking to each other
 @needs_strict
-def test_opponents_cannot_signal_each_other_through_shared_read_only_files(tmp_path: Path) -> None:
-    # The sender holds an exclusive flock on /usr/bin/env and keeps opening it; the receiver
-    # looks for the lock, for inotify IN_OPEN events and for dnotify signals. All three worked.
+def test_opponents_cannot_watch_each_other_open_shared_read_only_files(tmp_path: Path) -> None:
+    # The sender keeps opening /usr/bin/env; the receiver looks for inotify IN_OPEN events
+    # and for dnotify signals. Both worked before the filter denied file watches.
     sender = misbehaving_bot(tmp_path / "send", "covert", "send", name="sender", stdio=True)
     receiver = misbehaving_bot(tmp_path / "recv", "covert", "recv", name="receiver", stdio=True)
     logs = tmp_path / "logs"
@@ -190,10 +190,9 @@ def test_opponents_cannot_signal_each_other_through_shared_read_only_files(tmp_p
                 "--logs", str(logs), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     said = "".join(path.read_text() for path in logs.glob("*.log"))
-    assert "covert flock LOCK_EX: blocked" in said, said
-    attempts = [line for line in said.splitlines() if line.startswith(("covert inotify", "covert flock:",
-                                                                       "covert dnotify"))]
-    assert len(attempts) == 3, said
+    # (exclusive flock stays allowed: a default JVM needs it; README, Threat model)
+    attempts = [line for line in said.splitlines() if line.startswith(("covert inotify", "covert dnotify"))]
+    assert len(attempts) == 2, said
     assert all(": blocked" in line for line in attempts), said
 
 

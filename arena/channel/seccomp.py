@@ -61,7 +61,6 @@ CLONE_NEW_FLAGS: tuple[int, ...] = (0x00020000, 0x02000000, 0x04000000, 0x080000
                                     0x20000000, 0x40000000)
 
 F_NOTIFY = 1026  # fcntl command of dnotify (linux/fcntl.h)
-LOCK_EX = 2  # flock operation bit
 
 # Socket families a bot may use: ipc (ZeroMQ, local IPC of runtimes), IPv4 and IPv6 (the
 # loopback of its own network namespace), netlink (glibc's getaddrinfo and getifaddrs, libuv).
@@ -88,13 +87,12 @@ def filter_bpf() -> bytes:
         clone = _number(seccomp, "clone")
         for flag in CLONE_NEW_FLAGS:
             filt.add_rule(seccomp.ERRNO(errno.EPERM), clone, seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
-        # dnotify (fcntl F_NOTIFY) is a file watch too (see DENIED); an exclusive flock on a
-        # shared read-only file is a bit another bot can read (its LOCK_SH|LOCK_NB fails):
-        # "not supported", as on some network file systems, which build tools handle.
+        # dnotify (fcntl F_NOTIFY) is a file watch too (see DENIED). Locks stay allowed: an
+        # exclusive flock on a shared read-only file is a bit another bot could read, but a
+        # JVM with default settings flocks its perf-data file and, refused, prints a warning
+        # on stdout, which breaks a stdio bot (README, Threat model: a side channel).
         filt.add_rule(seccomp.ERRNO(errno.EPERM), _number(seccomp, "fcntl"),
                       seccomp.Arg(1, seccomp.EQ, F_NOTIFY))
-        filt.add_rule(seccomp.ERRNO(errno.EOPNOTSUPP), _number(seccomp, "flock"),
-                      seccomp.Arg(1, seccomp.MASKED_EQ, LOCK_EX, LOCK_EX))
         # Netlink: the routing protocol only (what glibc and libuv use). The others reach the
         # host: NETLINK_KOBJECT_UEVENT hears the machine's device events from any network
         # namespace owned by the initial user namespace, as a bot's is.
@@ -145,8 +143,7 @@ def describe() -> str:
     names: dict[int, str] = {socket.AF_UNIX: "unix", socket.AF_INET: "inet", socket.AF_INET6: "inet6",
                              socket.AF_NETLINK: "netlink"}
     families = ", ".join(names.get(f, str(f)) for f in ALLOWED_FAMILIES)
-    groups = ", ".join([group for group, _, _ in DENIED if group not in ("clone3", "memfd_secret")]
-                       + ["exclusive flock"])
+    groups = ", ".join(group for group, _, _ in DENIED if group not in ("clone3", "memfd_secret"))
     return (f"seccomp filter in force ({len(program) // 8} BPF instructions, libseccomp "
             f"{_libseccomp_version()}): denied {groups}; sockets {families} only; "
             "other ABIs killed")
