@@ -8,12 +8,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from arena.channel.manifest import Manifest
 from arena.channel.process import MARKER_VAR
+from arena.channel.sandbox import check_strict_available
+from arena.errors import ArenaError
 
 MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"  # the scripted misbehaving bot
 # The arena command run by this interpreter (the venv's), as a user runs it from a shell.
 ARENA_ARGV = [sys.executable, "-c", "import sys; from arena.cli import main; sys.exit(main())"]
+
+
+def _strict_available() -> bool:
+    try:
+        check_strict_available()
+    except ArenaError:
+        return False
+    return True
+
+
+# For tests that need the strict sandbox where they skip elsewhere (the sandbox's own tests
+# fail instead, with the reason, when the host cannot provide it).
+needs_strict = pytest.mark.skipif(not _strict_available(), reason="the strict sandbox is not available here")
 
 
 def arena(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

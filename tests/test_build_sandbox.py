@@ -15,17 +15,10 @@ from pathlib import Path
 import pytest
 
 from arena.channel.manifest import Manifest, build
-from arena.channel.sandbox import Sandbox, check_strict_available, runtime_paths
-from arena.errors import ArenaError, BotStartError
+from arena.channel.sandbox import Sandbox, runtime_paths
+from arena.errors import BotStartError
 from arena.match import sample_bots_dir
-from tests.helpers import ARENA_ARGV, arena, write_bot
-
-try:
-    check_strict_available()
-    STRICT = True
-except ArenaError:
-    STRICT = False
-needs_strict = pytest.mark.skipif(not STRICT, reason="the strict sandbox is not available here")
+from tests.helpers import ARENA_ARGV, arena, needs_strict, write_bot
 
 RANDOM = str(sample_bots_dir() / "random")
 

@@ -16,19 +16,11 @@ from pathlib import Path
 import pytest
 
 from arena.channel.manifest import Manifest
-from arena.channel.sandbox import check_strict_available
-from arena.errors import ArenaError, MalformedMessageError, SchemaViolationError
+from arena.errors import MalformedMessageError, SchemaViolationError
 from arena.match import sample_bots_dir
 from arena.protocol.codec import decode
 from arena.untrusted import remove_tree, symlinks_in, walk
-from tests.helpers import arena, misbehaving_bot, write_bot
-
-try:
-    check_strict_available()
-    STRICT = True
-except ArenaError:
-    STRICT = False
-needs_strict = pytest.mark.skipif(not STRICT, reason="the strict sandbox is not available here")
+from tests.helpers import arena, misbehaving_bot, needs_strict, write_bot
 
 RANDOM = str(sample_bots_dir() / "random")
 DEPTH = 1100  # folders: more than Python 3.11's recursion limit
