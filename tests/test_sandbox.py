@@ -83,9 +83,9 @@ def test_start_up_says_which_limits_are_in_force() -> None:
 
 def test_command_exposes_only_the_runtime_and_the_bot(tmp_path: Path) -> None:
     sandbox = Sandbox(uid=UID_BASE + 3)
-    argv = sandbox.command(["python", "bot.py"], folder=tmp_path / "bot", sockets=[tmp_path / "s.sock"])
+    argv = sandbox.command(["python", "bot.py"], folder=tmp_path / "bot")
     binds = {argv[i + 1]: argv[i] for i, word in enumerate(argv) if word in ("--ro-bind", "--bind")}
-    assert binds[str(tmp_path / "bot")] == "--ro-bind" and binds[str(tmp_path / "s.sock")] == "--bind"
+    assert binds[str(tmp_path / "bot")] == "--ro-bind"
     assert binds[str(REPO / "arena")] == "--ro-bind"
     assert str(REPO) not in binds and not any(p.startswith(str(REPO / "results")) for p in binds)
     assert not any(p == "/" or p == str(Path.home()) or p.startswith("/home") for p in binds)

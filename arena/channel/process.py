@@ -169,8 +169,8 @@ class BotProcess:
     @classmethod
     def start(cls, argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None,
               limits: ResourceLimits = ResourceLimits(), stderr_log: Path | None = None,
-              stderr_cap_bytes: int = 1 << 20, pipes: bool = False, sandbox: Sandbox | None = None,
-              sockets: Sequence[Path] = ()) -> BotProcess:
+              stderr_cap_bytes: int = 1 << 20, pipes: bool = False,
+              sandbox: Sandbox | None = None) -> BotProcess:
         """Start ``argv`` in a new session, in ``cwd`` (created if missing).
 
         The environment is :func:`bot_environment`: PATH, HOME=cwd, LANG, TMPDIR=cwd,
@@ -181,7 +181,7 @@ class BotProcess:
         truncation line and the rest is drained and dropped; without a log it is dropped.
 
         With a ``sandbox`` the command runs confined (:meth:`Sandbox.wrap`), in a cgroup of
-        its own when the host offers cgroups, with the ipc ``sockets`` it needs bound in.
+        its own when the host offers cgroups.
 
         Raises BotStartError when the program cannot be started.
         """
@@ -199,7 +199,7 @@ class BotProcess:
 
             pass_fds = (filter_fd(),)
             try:
-                argv = sandbox.wrap(argv, folder=cwd, sockets=sockets, seccomp_fd=pass_fds[0])
+                argv = sandbox.wrap(argv, folder=cwd, seccomp_fd=pass_fds[0])
                 cgroup = sandbox.make_cgroup()
             except BaseException:
                 os.close(pass_fds[0])

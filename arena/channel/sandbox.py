@@ -121,10 +121,9 @@ class Sandbox:
         if not (isinstance(self.uid, int) and self.uid > 0):
             raise ConfigError(f"sandbox uid must be a positive integer (not root), got {self.uid!r}")
 
-    def command(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = (),
-                seccomp_fd: int | None = None) -> list[str]:
+    def command(self, argv: Sequence[str], *, folder: Path, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs ``argv`` confined, in ``folder`` (read-only unless
-        ``writable_folder``), with each ipc socket of ``sockets`` bound at its own path, under
+        ``writable_folder``), under
         the seccomp filter read from ``seccomp_fd`` (:func:`arena.channel.seccomp.filter_fd`;
         the caller passes it to bwrap and closes it after the start)."""
         tmp = str(self.limits.tmp_bytes)
@@ -149,7 +148,6 @@ class Sandbox:
         made = {Path("/"), Path("/usr"), Path("/etc"), Path("/proc"), Path("/dev"), Path(SANDBOX_TMP)}
         binds = [("--ro-bind", Path(p)) for p in self.exposed]
         binds += [("--bind" if self.writable_folder else "--ro-bind", Path(folder))]
-        binds += [("--bind", Path(s)) for s in sockets]
         for option, path in sorted(binds, key=lambda b: len(b[1].parts)):
             for parent in reversed(path.parents):
                 if parent not in made and not any(_within(parent, p) for _, p in binds if p != path):
@@ -164,9 +162,8 @@ class Sandbox:
                  "--inh-caps=-all", "--no-new-privs", "--"]
         return args + list(argv)
 
-    def wrap(self, argv: Sequence[str], *, folder: Path, sockets: Sequence[Path] = (),
-             seccomp_fd: int | None = None) -> list[str]:
-        """Check the bot can use its folder, hand it its sockets, and return :meth:`command`.
+    def wrap(self, argv: Sequence[str], *, folder: Path, seccomp_fd: int | None = None) -> list[str]:
+        """Check the bot can use its folder, and return :meth:`command`.
 
         Raises BotStartError naming what is wrong."""
         try:
@@ -176,14 +173,7 @@ class Sandbox:
         if mode & 0o005 != 0o005:
             raise BotStartError(f"bot folder {folder} is mode {mode & 0o777:o}: the sandbox runs the "
                                 f"bot as uid {self.uid}, which must be able to read it (chmod -R o+rX)")
-        for socket in sockets:
-            try:
-                os.chown(socket, self.uid, self.uid)
-                os.chmod(socket, 0o600)
-            except OSError as exc:
-                raise BotStartError(f"cannot hand the socket {socket} to uid {self.uid}: "
-                                    f"{exc.strerror} (the strict sandbox needs root)") from None
-        return self.command(argv, folder=folder, sockets=sockets, seccomp_fd=seccomp_fd)
+        return self.command(argv, folder=folder, seccomp_fd=seccomp_fd)
 
     def make_cgroup(self) -> BotCgroup | None:
         """A new cgroup with this sandbox's limits, or None when the host offers none."""
