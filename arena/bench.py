@@ -71,8 +71,8 @@ def bench_referee(games: int = 60) -> None:
     import tempfile
     from pathlib import Path
 
-    from arena.channel.manifest import Manifest
-    from arena.match import BotPool, sample_bots_dir
+    from arena.bots.manifest import Manifest
+    from arena.bots.pool import BotPool, sample_bots_dir
 
     random_bot = Manifest.load(sample_bots_dir() / "random")
     overhead: list[int] = []
@@ -99,7 +99,7 @@ def bench_tournament(games_per_pairing: int = 100) -> None:
     import tempfile
     from pathlib import Path
 
-    from arena.match import sample_bots_dir
+    from arena.bots.pool import sample_bots_dir
     from arena.tournament.config import load_config
     from arena.tournament.runner import run_tournament
 
@@ -156,9 +156,9 @@ def bench_sandbox(starts: int = 10, games: int = 20) -> None:
     import tempfile
     from pathlib import Path
 
-    from arena.channel.manifest import Manifest
-    from arena.channel.sandbox import check_strict_available
-    from arena.match import BotPool, sample_bots_dir
+    from arena.bots.manifest import Manifest
+    from arena.bots.pool import BotPool, sample_bots_dir
+    from arena.launch.bubblewrap import check_strict_available
 
     print("sandbox (strict vs none)")
     for line in check_strict_available():
@@ -232,10 +232,10 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
     import tempfile
     from pathlib import Path
 
-    from arena.channel.cgroup import detect
-    from arena.channel.manifest import Manifest
-    from arena.channel.sandbox import check_strict_available
-    from arena.match import BotPool
+    from arena.bots.manifest import Manifest
+    from arena.bots.pool import BotPool
+    from arena.launch.bubblewrap import check_strict_available
+    from arena.launch.cgroup import detect
 
     check_strict_available()
     print(f"freeze (strict sandbox; freezer: {detect().describe('freezer')})")
@@ -292,8 +292,8 @@ def _hog_games(hog: str, opponent: str, log_dir: str, pondering: bool, stop: obj
     """Worker of :func:`bench_freeze`: hog vs the sleeping bot, game after game."""
     from pathlib import Path
 
-    from arena.channel.manifest import Manifest
-    from arena.match import BotPool
+    from arena.bots.manifest import Manifest
+    from arena.bots.pool import BotPool
 
     with BotPool([Manifest.load(Path(hog)), Manifest.load(Path(opponent))], Path(log_dir),
                  sandbox="strict", pondering=pondering) as pool:

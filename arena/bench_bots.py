@@ -8,7 +8,7 @@ Every opponent plays game pairs on one seed (the same patch circle) with the sea
 swapped, as `arena play` does: games 2k and 2k+1 use seed S+k, the bot under test in
 seat 0 and then in seat 1 (seat 0 moves first). Pairs alternate between the opponents,
 so a run cut short is still balanced. Games run ``--concurrency`` at a time, each
-worker process with its own :class:`arena.match.BotPool` (its own bot processes, kept
+worker process with its own :class:`arena.bots.pool.BotPool` (its own bot processes, kept
 across games). A line is printed per finished game and the table every ``--table-every``
 games, so a partial run has partial results; the table again at the end:
 
@@ -95,7 +95,7 @@ def format_table(bot: str, tallies: dict[str, Tally]) -> str:
 # ------------------------------------------------------------------ worker side
 def _start_worker(bot: str, opponents: list[str], log_root: str, keep_records: bool) -> None:
     global _pool, _keep_records
-    from arena.match import BotPool, load_manifests
+    from arena.bots.pool import BotPool, load_manifests
 
     log_dir = Path(log_root) / f"worker-{multiprocessing.current_process().pid}"
     _pool = BotPool(load_manifests([Path(bot)] + [Path(o) for o in opponents]), log_dir)
@@ -130,7 +130,7 @@ def schedule(games: int, opponents: int, seed: int) -> list[tuple[int, int, int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from arena.match import load_manifests, sample_bots_dir, unique_labels
+    from arena.bots.pool import load_manifests, sample_bots_dir, unique_labels
     from arena.records import append_record
 
     samples = sample_bots_dir()

@@ -8,12 +8,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.channel.bot import START_TIMEOUT_S
-from arena.channel.manifest import Manifest, ManifestError
+from arena.bots.manifest import Manifest, ManifestError
+from arena.bots.pool import BotPool, sample_bots_dir
+from arena.bots.session import START_TIMEOUT_S
 from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError
-from arena.match import BotPool, sample_bots_dir
 from arena.referee import GameResult, failure_detail, termination_for
 from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import click
 
 from arena import __version__
-from arena.channel.sandbox import LEVELS as SANDBOX_LEVELS
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES
 from arena.errors import ArenaError
+from arena.launch.bubblewrap import LEVELS as SANDBOX_LEVELS
 from arena.tournament.config import MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
 from arena.untrusted import for_terminal
 
@@ -199,7 +199,7 @@ def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
 def _announce_sandbox(level: str, pondering: bool = False) -> None:
     """Say which limits are in force (or fail with why strict cannot be had)."""
     if level == "strict":
-        from arena.channel.sandbox import check_strict_available
+        from arena.launch.bubblewrap import check_strict_available
 
         click.echo("sandbox strict: " + "; ".join(check_strict_available(pondering=pondering)))
 
@@ -271,10 +271,10 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
       arena play path/to/mybot sample_bots/mcts --games 10
       arena play sample_bots/mcts sample_bots/greedy --games 2 --show
     """
+    from arena.bots.pool import BotPool, load_manifests
     from arena.checks import outcome_text
     from arena.clock import TimeControl
     from arena.engine.render import render
-    from arena.match import BotPool, load_manifests
     from arena.records import append_record
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from arena.channel.bot import BotHandle
+from arena.bots.session import BotHandle
 from arena.clock import DEFAULT_TIME_CONTROL, GameClock, TimeControl
 from arena.engine import GameState, Move, Ruleset, Termination
 from arena.errors import (

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from arena.channel.manifest import Manifest
-from arena.channel.process import MARKER_VAR
-from arena.channel.sandbox import check_strict_available
+from arena.bots.manifest import Manifest
 from arena.errors import ArenaError
+from arena.launch.bubblewrap import check_strict_available
+from arena.launch.process import MARKER_VAR
 
-MISBEHAVE = Path(__file__).parent / "bots" / "misbehave.py"  # the scripted misbehaving bot
+MISBEHAVE = Path(__file__).parent / "programs" / "misbehave.py"  # the scripted misbehaving bot
 # The arena command run by this interpreter (the venv's), as a user runs it from a shell.
 ARENA_ARGV = [sys.executable, "-c", "import sys; from arena.cli import main; sys.exit(main())"]
 
@@ -53,7 +53,7 @@ def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "z
 
 def misbehaving_bot(folder: Path, kind: str, *args: str, name: str | None = None,
                     stdio: bool = False) -> Manifest:
-    """A bot folder running ``misbehave.py KIND [stdio] ARGS...`` (tests/bots/misbehave.py),
+    """A bot folder running ``misbehave.py KIND [stdio] ARGS...`` (tests/programs/misbehave.py),
     named ``bad-KIND`` unless ``name`` is given. The script is copied in, so the bot also
     runs under the strict sandbox, where a bot sees only its own folder."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
     python -m tests.soak --games 2000        # `make soak`; the test suite runs a short one
 
-Every misbehaving kind of tests/bots/misbehave.py that attacks the host, the referee or
+Every misbehaving kind of tests/programs/misbehave.py that attacks the host, the referee or
 the other bots is an entrant of its own (a copy of the script in its own folder, as a
 sandboxed bot sees only its folder), and so is a bot whose build command snoops. The
 tournament runs as an organizer runs it: ``arena run-tournament --sandbox strict`` in a
@@ -33,9 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.channel.cgroup import stale_groups
-from arena.channel.sandbox import MAX_UIDS, UID_BASE
-from arena.paths import sample_bots_dir
+from arena.launch.bubblewrap import MAX_UIDS, UID_BASE
+from arena.launch.cgroup import stale_groups
+from arena.resources import sample_bots_dir
 from arena.tournament.config import TournamentConfig
 from arena.tournament.schedule import schedule
 from arena.tournament.storage import ResultStore

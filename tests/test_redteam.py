@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.channel.manifest import Manifest
+from arena.bots.manifest import Manifest
+from arena.bots.pool import sample_bots_dir
 from arena.errors import MalformedMessageError, SchemaViolationError
-from arena.match import sample_bots_dir
 from arena.protocol.codec import decode
 from arena.untrusted import remove_tree, symlinks_in, walk
 from tests.helpers import arena, misbehaving_bot, needs_strict, write_bot

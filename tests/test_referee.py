@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.channel.bot import MAX_SILENT_STARTS
-from arena.channel.manifest import Manifest
-from arena.channel.process import ResourceLimits
+from arena.bots.manifest import Manifest
+from arena.bots.pool import BotPool, sample_bots_dir
+from arena.bots.session import MAX_SILENT_STARTS
 from arena.engine import Termination
-from arena.match import BotPool, sample_bots_dir
+from arena.launch.process import ResourceLimits
 from arena.records import replay
 from arena.referee import TimeControl
 from tests.helpers import live_bot_processes, misbehaving_bot, write_bot

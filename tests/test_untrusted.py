@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.match import sample_bots_dir
+from arena.bots.pool import sample_bots_dir
 from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name
 from tests.helpers import arena, misbehaving_bot, write_bot
 

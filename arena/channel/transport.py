@@ -45,7 +45,6 @@ from types import TracebackType
 from typing import Protocol
 
 from arena.channel import zmq_bridge
-from arena.channel.process import BotProcess
 from arena.errors import (
     ArenaError,
     BotStartError,
@@ -54,6 +53,7 @@ from arena.errors import (
     OversizeMessageError,
     ProtocolViolationError,
 )
+from arena.launch.process import BotProcess
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 """The bot protocol: a pure codec (JSON text <-> validated dicts) and message builders.
 
-The specification is ``protocol/PROTOCOL.md``; the schemas are ``protocol/schemas/``.
+The specification is ``protocol/PROTOCOL.md``; the schemas are package data,
+``arena/protocol/schemas/`` (linked from ``protocol/schemas``).
 """
 
 from arena.protocol.codec import (

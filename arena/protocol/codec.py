@@ -1,6 +1,6 @@
 """Encode and decode protocol messages: pure functions over one message's text.
 
-The only I/O is reading the JSON schemas in ``protocol/schemas/`` once, on first use
+The only I/O is reading the JSON schemas (package data, ``arena/protocol/schemas/``) once, on first use
 (call :func:`load_schemas` at startup to pay that before any clock runs). Every
 decoded message is checked against the schema of its ``type``; failures raise the
 narrow :class:`~arena.errors.ProtocolError` subclasses the referee maps to a game
@@ -42,6 +42,7 @@ from arena.errors import (
     ProtocolViolationError,
     SchemaViolationError,
 )
+from arena.resources import protocol_schemas_dir
 from arena.untrusted import clean_strings, may_hold_surrogates
 
 PROTOCOL_VERSION = 1
@@ -65,8 +66,8 @@ _Msg = TypeVar("_Msg", bound=Mapping[str, Any])
 
 
 def schema_dir() -> Path:
-    """The folder holding the canonical schema files (``protocol/schemas`` at the repo root)."""
-    return Path(__file__).resolve().parents[2] / "protocol" / "schemas"
+    """The folder holding the canonical schema files (package data)."""
+    return protocol_schemas_dir()
 
 
 # ---------------------------------------------------------------- encoding

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from arena.channel.sandbox import LEVELS as SANDBOX_LEVELS
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES, load_components, ruleset_for
 from arena.errors import ConfigError
-from arena.paths import sample_bots_dir
+from arena.launch.bubblewrap import LEVELS as SANDBOX_LEVELS
+from arena.resources import sample_bots_dir
 from arena.untrusted import check_name
 
 Format = Literal["round-robin", "gauntlet"]

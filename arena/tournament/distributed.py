@@ -26,10 +26,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from arena.channel.manifest import Manifest
-from arena.channel.sandbox import Sandbox, check_strict_available
+from arena.bots.manifest import Manifest
+from arena.bots.pool import BotPool, build_all
 from arena.errors import ArenaError
-from arena.match import BotPool, build_all
+from arena.launch.bubblewrap import Sandbox, check_strict_available
 from arena.tournament.config import Entrant, TournamentConfig
 from arena.tournament.runner import Finished, play_spec
 from arena.tournament.schedule import GameSpec

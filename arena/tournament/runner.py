@@ -26,11 +26,11 @@ from typing import Any, Protocol
 
 import trueskill
 
-from arena.channel.cgroup import remove_stale_groups
-from arena.channel.manifest import Manifest
-from arena.channel.sandbox import Sandbox, check_strict_available
+from arena.bots.manifest import Manifest
+from arena.bots.pool import BotPool, build_all
 from arena.errors import ArenaError
-from arena.match import BotPool, build_all
+from arena.launch.bubblewrap import Sandbox, check_strict_available
+from arena.launch.cgroup import remove_stale_groups
 from arena.referee import TimeControl
 from arena.tournament.config import TournamentConfig
 from arena.tournament.ratings import environment

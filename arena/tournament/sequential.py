@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.channel.manifest import Manifest
+from arena.bots.manifest import Manifest
+from arena.bots.pool import BotPool
 from arena.engine import Ruleset
-from arena.match import BotPool
 from arena.records import append_record
 from arena.referee import TimeControl
 from arena.tournament.schedule import pair_seed

@@ -1,0 +1,351 @@
+"""A bot is a folder with a manifest, ``bot.toml``; this module reads and builds it.
+
+```toml
+name = "greedy"                 # required: 1-64 of A-Z a-z 0-9 - _ . (first a letter or digit)
+command = "python bot.py"       # required: run in the bot's folder (a list of words works too)
+protocol = "zmq"                # "zmq" (default) or "stdio"
+build = "cc -O2 -o bot bot.c"   # optional, run by `sh -c` in the folder before the first start
+                                # (under a strict sandbox: confined, in a private copy)
+description = "..."             # optional
+```
+
+A command whose first word is ``python`` or ``python3`` runs with the harness's own
+interpreter, so Python bots can import the SDK (``arena.sdk``) and the engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import select
+import shlex
+import shutil
+import stat
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from arena.errors import BotStartError, ConfigError
+from arena.untrusted import NAME_RULE, is_valid_name, remove_tree, shown, walk
+
+if TYPE_CHECKING:
+    from arena.launch.bubblewrap import Sandbox
+
+MANIFEST = "bot.toml"
+KEYS = ("name", "command", "protocol", "build", "description")
+PROTOCOLS = ("zmq", "stdio")
+BUILD_TIMEOUT_S = 300
+BUILD_LOG_CAP_BYTES = 64 << 10  # of a build's output, kept in memory and in its log
+_AFTER_EXIT_S = 1.0  # output still read after the build command exits
+_GIST_LINES = 3
+_GIST_LINE_CHARS = 400
+
+
+class ManifestError(ConfigError):
+    """A bot.toml with problems: ``problems`` lists every one, in plain words; the message
+    names the file and gives them all on one line."""
+
+    def __init__(self, path: Path, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        what = problems[0] if len(problems) == 1 else f"{len(problems)} problems: " + "; ".join(problems)
+        super().__init__(f"{path}: {what}")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    folder: Path
+    name: str
+    command: tuple[str, ...]
+    protocol: str = "zmq"
+    build: str | None = None
+    description: str = ""
+
+    @classmethod
+    def load(cls, folder: Path | str) -> Manifest:
+        """Read ``folder/bot.toml``; raises ConfigError naming the file (ManifestError, with
+        every problem of its keys at once, when it is valid TOML)."""
+        folder = Path(folder).resolve()
+        path = folder / MANIFEST
+        if not folder.is_dir():
+            raise ConfigError(f"{folder}: not a bot folder (no such directory)")
+        try:
+            data = tomllib.loads(_read_manifest(path))
+        except FileNotFoundError:
+            raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
+            raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+        problems: list[str] = []
+        unknown = set(data) - set(KEYS)
+        if unknown:
+            problems.append(f"unknown key(s) {', '.join(repr(k) for k in sorted(unknown))} "
+                            f"(the keys are {', '.join(KEYS)})")
+        name = data.get("name")
+        if name is None:
+            problems.append("key 'name' is missing (a bot needs a name: " + NAME_RULE + ")")
+        elif not is_valid_name(name):
+            problems.append(f"key 'name': expected {NAME_RULE}, got {shown(name)}")
+        raw_command = data.get("command")
+        command: tuple[str, ...] = ()
+        if raw_command is None:
+            problems.append("key 'command' is missing (the command line that starts the bot, "
+                            "e.g. command = \"python bot.py\")")
+        elif isinstance(raw_command, str) and raw_command.strip():
+            try:
+                command = tuple(shlex.split(raw_command))
+            except ValueError as exc:
+                problems.append(f"key 'command' cannot be split into words ({exc}): {shown(raw_command)}")
+        elif (isinstance(raw_command, list) and raw_command
+              and all(isinstance(w, str) for w in raw_command)):
+            command = tuple(raw_command)
+        else:
+            problems.append(f"key 'command' must be a command line (a string, or a list of "
+                            f"strings), not {shown(raw_command)}")
+        protocol = data.get("protocol", "zmq")
+        if protocol not in PROTOCOLS:
+            problems.append(f"key 'protocol' must be \"zmq\" or \"stdio\", not {shown(protocol)}")
+        build = data.get("build")
+        if build is not None and not (isinstance(build, str) and build.strip()):
+            problems.append(f"key 'build' must be a shell command (a string), not {shown(build)}")
+        description = data.get("description", "")
+        if not isinstance(description, str):
+            problems.append(f"key 'description' must be a string, not {shown(description)}")
+        if problems:
+            raise ManifestError(path, problems)
+        assert isinstance(name, str)
+        return cls(folder, name, command, protocol, build, description)
+
+    def argv(self) -> list[str]:
+        """The command to execute, with ``python``/``python3`` mapped to our interpreter."""
+        words = list(self.command)
+        if words[0] in ("python", "python3"):
+            words[0] = sys.executable
+        elif "/" in words[0] and not Path(words[0]).is_absolute():
+            words[0] = str(self.folder / words[0])
+        return words
+
+
+MANIFEST_MAX_BYTES = 1 << 20
+
+
+def _read_manifest(path: Path) -> str:
+    """The text of a bot.toml: a regular file of at most MANIFEST_MAX_BYTES. Opened without
+    blocking, so a FIFO (or a link to one, or to /dev/zero) is an error, not a hang or a
+    harness filling its memory. Raises OSError or UnicodeDecodeError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"not a regular file ({MANIFEST} must be a plain text file)")
+        data = os.read(fd, MANIFEST_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise OSError(f"larger than {MANIFEST_MAX_BYTES >> 20} MiB")
+    return data.decode("utf-8")
+
+
+def build(manifest: Manifest, log: Path | None = None, *, sandbox: Sandbox | None = None,
+          into: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S,
+          log_cap_bytes: int = BUILD_LOG_CAP_BYTES) -> Manifest:
+    """Run the manifest's build command; return the manifest to run (itself without a build).
+
+    Without a sandbox (level none, an author's own machine) the build runs in the bot's own
+    folder with the harness's environment, as ``make`` would. With one it runs in a private
+    copy of the folder made at ``into`` (see :func:`private_copy`): under a uid of its own,
+    with the bot's cgroup limits, no network, a scrubbed environment and only the copy
+    writable; then the copy is handed back to root (:func:`_hand_back`) and the returned
+    manifest points at it. The folder given is never written.
+
+    Either way the output is read as it comes and at most ``log_cap_bytes`` of it is kept
+    (its beginning and its end) and written to ``log``; a build still running after
+    ``timeout_s`` is killed with everything it started. Raises BotStartError with the exit
+    status and the last lines of output (and the last ``error`` line) on failure.
+    """
+    if not manifest.build:
+        return manifest
+    if sandbox is None:
+        _run_build(manifest, manifest.folder, None, log, timeout_s, log_cap_bytes)
+        return manifest
+    from arena.launch.bubblewrap import UidClaim
+
+    if into is None:
+        raise ValueError("a sandboxed build needs a folder to build its copy in")
+    into = into.resolve()
+    private_copy(manifest.folder, into)
+    claim = UidClaim()
+    try:
+        confined = dataclasses.replace(sandbox, uid=claim.uid, writable_folder=True)
+        _hand_to(into, claim.uid)
+        try:
+            _run_build(manifest, into, confined, log, timeout_s, log_cap_bytes)
+        finally:
+            _hand_back(into)
+    finally:
+        claim.release()
+    return dataclasses.replace(manifest, folder=into)
+
+
+def private_copy(source: Path, target: Path) -> None:
+    """Copy the bot folder ``source`` to ``target`` (replaced if present): folders, regular
+    files and symlinks that stay inside the folder. Raises BotStartError for anything else
+    (a symlink pointing outside, a device, a FIFO) rather than copy what it points at."""
+    if target.is_symlink():
+        target.unlink()
+    elif target.exists():
+        remove_tree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.mkdir(mode=0o755)
+    for root, dirs, files in walk(source):
+        here = Path(root)
+        for name in dirs + files:
+            src = here / name
+            dst = target / src.relative_to(source)
+            info = os.lstat(src)
+            if stat.S_ISLNK(info.st_mode):
+                link = os.readlink(src)
+                resolved = os.path.normpath(os.path.join(here, link))
+                if os.path.isabs(link) or not (resolved + "/").startswith(str(source) + "/"):
+                    raise BotStartError(f"bot folder {source}: the symlink {src.relative_to(source)} "
+                                        f"points outside the folder ({link}); copy the file in instead")
+                os.symlink(link, dst)
+            elif stat.S_ISDIR(info.st_mode):
+                dst.mkdir(mode=0o755)
+            elif stat.S_ISREG(info.st_mode):
+                shutil.copyfile(src, dst)
+                os.chmod(dst, info.st_mode & 0o777)
+            else:
+                raise BotStartError(f"bot folder {source}: {src.relative_to(source)} is not a regular "
+                                    "file, folder or symlink")
+
+
+def _hand_to(folder: Path, uid: int) -> None:
+    """Make the copy the build's own (it is reachable only inside the build's sandbox)."""
+    for path in _tree(folder):
+        os.lchown(path, uid, uid)
+
+
+def _hand_back(folder: Path) -> None:
+    """After the build (and everything it started) is dead: give the copy back to root,
+    readable by every bot uid and writable by none, without setuid/setgid bits; anything
+    but folders, regular files and symlinks (a FIFO, a socket) is removed."""
+    for path in _tree(folder):
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            os.lchown(path, 0, 0)
+        elif stat.S_ISDIR(info.st_mode):
+            os.lchown(path, 0, 0)
+            os.chmod(path, 0o755)
+        elif stat.S_ISREG(info.st_mode):
+            os.lchown(path, 0, 0)
+            os.chmod(path, 0o755 if info.st_mode & 0o111 else 0o644)
+        else:
+            os.unlink(path)
+
+
+def _tree(folder: Path) -> Iterator[str]:
+    """``folder`` and everything under it, never following a symlink."""
+    yield str(folder)
+    for root, dirs, files in walk(folder):
+        for name in dirs + files:
+            yield os.path.join(root, name)
+
+
+class _Capture:
+    """A build's output, kept bounded: the first and the last ``cap / 2`` bytes."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = max(cap // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        excess = len(self.tail) - self.half
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        middle = f"\n[arena: {self.dropped} bytes of build output left out here]\n" if self.dropped else ""
+        return (self.head.decode("utf-8", "replace") + middle
+                + self.tail.decode("utf-8", "replace")).strip()
+
+
+def _run_build(manifest: Manifest, folder: Path, sandbox: Sandbox | None, log: Path | None,
+               timeout_s: float, cap: int) -> None:
+    from arena.launch.bubblewrap import SANDBOX_TMP
+    from arena.launch.process import BotProcess
+
+    # Confined: the environment of a bot (process.bot_environment), HOME in the private /tmp.
+    # Level none: the harness's own environment, as a build run by hand would have.
+    env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP} if sandbox is not None else dict(os.environ)
+    what = f"bot {manifest.name}: build command {manifest.build!r}"
+    # One stream, in order: the shell sends its stderr where its stdout goes.
+    argv = ["sh", "-c", f"exec 2>&1; {manifest.build}"]
+    proc = BotProcess.start(argv, cwd=folder, env=env, pipes=True, sandbox=sandbox)
+    capture = _Capture(cap)
+    timed_out = False
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        exited_at = None
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _AFTER_EXIT_S:
+                break  # something it left behind still holds the pipe: it dies below
+            ready, _, _ = select.select([fd], [], [], min(deadline - now, 0.2))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                capture.add(chunk)
+        while not timed_out and proc.poll() is None:  # output closed: let it finish exiting
+            timed_out = time.monotonic() >= deadline
+            time.sleep(0.01)
+        status = proc.describe_exit()
+        code = proc.poll()
+    finally:
+        proc.kill_tree()
+    output = capture.text()
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(output + "\n", encoding="utf-8")
+    where = f" (log: {log})" if log is not None else ""
+    if timed_out:
+        raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}: "
+                            f"{_gist(output)}")
+    if code != 0:
+        raise BotStartError(f"{what} failed with {status}{where}: {_gist(output)}")
+
+
+def _gist(output: str) -> str:
+    """The last lines of a build's output, and before them the last line that reports an
+    error if it is not among them (a compiler's ``error:`` line comes before its context)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if not lines:
+        return "(no output)"
+    last = lines[-_GIST_LINES:]
+    errors = [line for line in lines[:-_GIST_LINES] if "error" in line.lower()]
+    shown = ([errors[-1], "..."] if errors else []) + last
+    return " | ".join(line if len(line) <= _GIST_LINE_CHARS else line[:_GIST_LINE_CHARS] + "..."
+                      for line in shown)

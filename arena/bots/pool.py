@@ -1,0 +1,168 @@
+"""Running games between bot folders: build, start once, reuse across games, clean up.
+
+:class:`BotPool` is what `arena play`, `arena check-bot` and every tournament worker
+use: it owns one :class:`BotHandle` per entrant, and plays games
+through the referee.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from arena.bots.manifest import Manifest, build
+from arena.bots.session import BotHandle
+from arena.engine import Ruleset
+from arena.errors import ArenaError, BotStartError, ConfigError
+from arena.launch.bubblewrap import LEVELS, Sandbox, UidClaim, check_strict_available
+from arena.launch.process import ResourceLimits
+from arena.protocol.codec import load_schemas
+from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
+from arena.resources import sample_bots_dir
+from arena.untrusted import file_name, inside, remove_tree
+
+
+def unique_labels(names: list[str]) -> list[str]:
+    """Make display names unique: a second 'random' becomes 'random-2'."""
+    seen: dict[str, int] = {}
+    labels = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return labels
+
+
+def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
+              sandbox: Sandbox | None = None,
+              build_dir: Path | None = None) -> tuple[list[Manifest], dict[int, str]]:
+    """Build every bot once (a folder listed twice is built once); returns the manifests to
+    run (built copies under a sandbox) and index -> build error.
+
+    With a ``sandbox`` each build runs confined in ``build_dir/<label>``, a private copy of
+    the bot's folder (see :func:`arena.bots.manifest.build`)."""
+    if sandbox is not None and build_dir is None:
+        raise ValueError("sandboxed builds need a build_dir")
+    built: dict[Path, Manifest | str] = {}
+    runnable: list[Manifest] = []
+    errors: dict[int, str] = {}
+    for index, manifest in enumerate(manifests):
+        if manifest.folder not in built:
+            label = file_name(labels[index])
+            try:
+                built[manifest.folder] = build(
+                    manifest, inside(log_dir, f"{label}.build.log"), sandbox=sandbox,
+                    into=inside(build_dir, label) if build_dir is not None else None)
+            except (ArenaError, OSError) as exc:
+                built[manifest.folder] = str(exc)
+        outcome = built[manifest.folder]
+        if isinstance(outcome, str):
+            errors[index] = outcome
+            runnable.append(manifest)
+        else:
+            runnable.append(outcome)
+    return runnable, errors
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (cheap insurance for a
+    referee; bots get their own limit, :class:`ResourceLimits`). Returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError):
+            pass
+    return soft
+
+
+class BotPool:
+    """Entrants by index: each gets its own process, started on first use and reused.
+
+    A bot whose build fails is kept in the pool as broken: each of its games is
+    recorded as a start failure, so the rest of a match or tournament carries on.
+
+    ``sandbox`` is a level, ``"none"`` or ``"strict"`` (raises SandboxError if strict
+    cannot be provided here), or a :class:`Sandbox` to use for every bot. Under a
+    sandbox each bot gets a uid of its own, claimed for the pool's lifetime, and is built
+    confined in a private copy: in ``build_dir/<label>``, or in a temporary folder removed
+    when the pool closes. Sandboxed bots are frozen off their turn (when the host has a
+    cgroup freezer) unless ``pondering``.
+    """
+
+    def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
+                 limits: ResourceLimits | None = None, do_build: bool = True,
+                 broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none",
+                 build_dir: Path | None = None, pondering: bool = False) -> None:
+        self.log_dir = log_dir
+        log_dir.mkdir(parents=True, exist_ok=True)
+        raise_open_files_limit()
+        load_schemas()  # read the schema files now, never on a bot's clock
+        if isinstance(sandbox, str):
+            if sandbox not in LEVELS:
+                raise ConfigError(f"sandbox: expected one of {', '.join(LEVELS)}, got {sandbox!r}")
+            if sandbox == "strict":
+                check_strict_available()
+        self.sandbox = Sandbox() if sandbox == "strict" else sandbox if isinstance(sandbox, Sandbox) else None
+        self._uids = [UidClaim() for _ in manifests] if self.sandbox is not None else []
+        self.labels = labels or unique_labels([m.name for m in manifests])
+        self.handles = [BotHandle(m, log_dir=log_dir, limits=limits, label=label,
+                                  sandbox=self._bot_sandbox(i), pondering=pondering)
+                        for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
+        self.build_errors: dict[int, str] = {}
+        self._build_dir: Path | None = None
+        if do_build:
+            if self.sandbox is not None and build_dir is None:
+                self._build_dir = build_dir = Path(tempfile.mkdtemp(prefix="arena-builds-"))
+            built, self.build_errors = build_all(manifests, log_dir, self.labels, sandbox=self.sandbox,
+                                                 build_dir=build_dir)
+            for handle, manifest in zip(self.handles, built, strict=True):
+                handle.manifest = manifest  # the built copy, under a sandbox
+        self.build_errors.update(broken or {})
+        for index, error in self.build_errors.items():
+            self.handles[index].broken = error
+
+    def _bot_sandbox(self, index: int) -> Sandbox | None:
+        if self.sandbox is None:
+            return None
+        return dataclasses.replace(self.sandbox, uid=self._uids[index].uid)
+
+    def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
+             first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
+             game_id: str = "game", on_move: MoveCallback | None = None,
+             ruleset: Ruleset | None = None) -> GameResult:
+        bots = (self.handles[seat0], self.handles[seat1])
+        return play_game(bots, seed=seed, edition=edition, first_player=first_player,
+                         time_control=time_control, game_id=game_id, on_move=on_move, ruleset=ruleset)
+
+    def start_time(self, index: int) -> float:
+        """Start entrant ``index`` (if needed) and return how long the handshake took."""
+        handle = self.handles[index]
+        started = time.monotonic()
+        handle.ensure_started()
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.close()
+        for claim in self._uids:
+            claim.release()
+        if self._build_dir is not None:
+            remove_tree(self._build_dir)
+            self._build_dir = None
+
+    def __enter__(self) -> BotPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def load_manifests(paths: list[Path]) -> list[Manifest]:
+    return [Manifest.load(path) for path in paths]
+
+
+__all__ = ["BotPool", "BotStartError", "load_manifests", "sample_bots_dir", "unique_labels"]

@@ -1,0 +1,307 @@
+"""A running bot: its process, its channel and the handshake, behind one handle.
+
+The handle is started once and reused across games (each game begins with a
+``new_game`` message); after any failure the referee calls :meth:`BotHandle.kill`
+and the next :meth:`BotHandle.ensure_started` starts a fresh process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from arena import __version__
+from arena.bots.manifest import Manifest
+from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
+from arena.errors import BotStartError, BotTerminatedError, MalformedMessageError
+from arena.launch.bubblewrap import SANDBOX_TMP, Sandbox
+from arena.launch.process import BotProcess, ResourceLimits
+from arena.protocol.codec import decode, encode
+from arena.untrusted import file_name, inside
+
+log = logging.getLogger("arena.wire")
+
+PROTOCOL_VERSION = 1
+START_TIMEOUT_S = 20.0  # wall clock: a Python bot on a loaded machine under a one-core quota can take seconds
+# A bot that has not said hello at this many starts in a row (each waiting START_TIMEOUT_S)
+# is not started again by this handle: its remaining games are start failures at once.
+MAX_SILENT_STARTS = 3
+# A running bot is restarted between games once one of its processes has used this share
+# of the per-process CPU limit, so that no well-behaved bot meets the limit mid-game.
+RECYCLE_CPU_SHARE = 0.5
+# Bytes sent to a frozen bot that it has not shown it read (by answering a move request)
+# before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
+# bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
+FROZEN_UNREAD_BYTES = 32 << 10
+LOG_TAIL_LINES = 20  # of a bot's stderr log, shown with a start failure or a crash
+_LOG_TAIL_BYTES = 64 << 10  # read from the end of the log to find them
+_LOG_LINE_CHARS = 300
+# A command is executed directly (no shell): these first words and words show a shell line.
+_SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "exec", "eval"})
+_SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
+_HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
+
+
+class BotHandle:
+    """One bot process speaking the protocol over ZeroMQ or stdio.
+
+    A ZeroMQ bot runs under its bridge (:mod:`arena.channel.zmq_bridge`), which owns the
+    bot's socket inside its sandbox; the referee speaks to every bot over pipes.
+    """
+
+    def __init__(self, manifest: Manifest, *, log_dir: Path,
+                 limits: ResourceLimits | None = None, start_timeout_s: float = START_TIMEOUT_S,
+                 label: str | None = None, sandbox: Sandbox | None = None,
+                 pondering: bool = False) -> None:
+        self.manifest = manifest
+        self.name = label or manifest.name
+        self._limits = limits or ResourceLimits()
+        self.sandbox = sandbox  # None: level none
+        self.pondering = pondering  # True: never frozen between moves (see freeze)
+        self._unread = 0  # bytes sent since the bot last answered a move request
+        self._start_timeout_s = start_timeout_s
+        self.stderr_log = inside(log_dir, f"{file_name(self.name)}.stderr.log")
+        self.process: BotProcess | None = None
+        self.channel: Channel | None = None
+        self.hello: dict[str, Any] = {}
+        self.starts = 0
+        self.recycled = 0  # restarts between games because the CPU limit drew near
+        self.markers: list[str] = []  # the process-tree marker of every process started
+        self.cgroups: list[Path] = []  # and the cgroup folders of every sandboxed one
+        self._workdir: Path | None = None
+        self.last_decode_ns = 0  # referee overhead spent decoding the last message
+        self.broken: str | None = None  # set when the bot cannot be built: never started
+        self._silent_starts = 0  # starts in a row without a hello (see MAX_SILENT_STARTS)
+        self._seq = 0  # request numbers grow across games and restarts, never reused
+        self._no_hello = False  # the last start ended without a hello (see hint)
+        self.exited_on_its_own: list[str] = []  # how it exited, each time it left between games
+        self._bad_text = ""  # the last message that was not JSON (see hint)
+        self._log_start = 0  # where the latest run's lines begin in stderr_log
+
+    def next_seq(self) -> int:
+        """The sequence number of the next request to this bot."""
+        self._seq += 1
+        return self._seq
+
+    @property
+    def wants_legal_moves(self) -> bool:
+        return bool(self.hello.get("capabilities", {}).get("legal_moves"))
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    def ensure_started(self) -> None:
+        """Start the process and do the handshake unless it is already running.
+
+        Raises BotStartError (cannot start, no hello in time), BotTerminatedError (it
+        exited at start) or a ProtocolError (a bad hello).
+        """
+        if self.broken is not None:
+            raise BotStartError(self.broken)
+        if self.is_running() and self.channel is not None and self.process is not None:
+            # RLIMIT_CPU counts a process's whole life: a bot reused for hours of games
+            # would be killed mid-game by a limit meant for runaways. Start a fresh one.
+            used = self.process.cpu_seconds()
+            if used < RECYCLE_CPU_SHARE * self._limits.cpu_seconds:
+                return
+            log.info("bot %s: restarted between games after %.0f s of CPU (limit %d s per process)",
+                     self.name, used, self._limits.cpu_seconds)
+            self.recycled += 1
+            self.close()
+        elif self.process is not None and self.hello:  # it left by itself after a game
+            self.exited_on_its_own.append(self.process.describe_exit())
+        self.kill()
+        if self.sandbox is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(self.name)}-"))
+            env = {"HOME": str(self._workdir), "TMPDIR": str(self._workdir)}
+        else:  # a private tmpfs inside the sandbox
+            env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
+        stdio = self.manifest.protocol == "stdio"
+        limits = self._limits
+        if stdio:
+            argv = self.manifest.argv()
+        else:  # the bridge gets more descriptors than the bot: see BRIDGE_OPEN_FILES
+            argv = bridge_argv(self.manifest.argv(), bot_open_files=limits.open_files)
+            limits = dataclasses.replace(limits, open_files=max(limits.open_files, BRIDGE_OPEN_FILES))
+        self.stderr_log.parent.mkdir(parents=True, exist_ok=True)
+        try:  # the log is appended to: this run's lines start here
+            self._log_start = self.stderr_log.stat().st_size
+        except OSError:
+            self._log_start = 0
+        try:
+            self.process = BotProcess.start(
+                argv, cwd=self.manifest.folder, env=env, limits=limits,
+                stderr_log=self.stderr_log, pipes=True, sandbox=self.sandbox)
+        except BotStartError as exc:
+            raise BotStartError(f"bot {self.name}: {exc}") from None
+        self.starts += 1
+        self.markers.append(self.process.marker)
+        if self.process.cgroup is not None:
+            self.cgroups.extend(sorted(set(self.process.cgroup.folders.values())))
+        channel = StdioChannel if stdio else BridgeChannel
+        self.channel = channel(self.process, name=self.name)
+        self._no_hello = False
+        hello = self.receive(self._start_timeout_s)
+        if hello is None:
+            self._no_hello = True
+            self._silent_starts += 1
+            error = f"bot {self.name}: no hello within {self._start_timeout_s:g} s of start"
+            if self._silent_starts >= MAX_SILENT_STARTS:  # each costs the start timeout: stop paying
+                self.broken = (f"{error}, {self._silent_starts} starts in a row: its other games are "
+                               "lost without starting it again")
+            raise BotStartError(error)
+        self._silent_starts = 0
+        if hello["type"] != "hello":
+            raise BotStartError(f"bot {self.name}: the first message must be hello, got {hello['type']}")
+        if hello["protocol"] != PROTOCOL_VERSION:
+            raise BotStartError(f"bot {self.name}: speaks protocol {hello['protocol']}, "
+                                f"the referee speaks {PROTOCOL_VERSION}")
+        self.hello = hello
+        self._unread = 0
+        self.send({"type": "welcome", "protocol": PROTOCOL_VERSION,
+                   "referee": f"patchwork-arena {__version__}"})
+
+    @property
+    def frozen(self) -> bool:
+        return self.process is not None and self.process.frozen
+
+    def freeze(self) -> None:
+        """Stop all of the bot's processes (cgroup freezer) until :meth:`thaw`, so it computes
+        nothing off its turn. A no-op when pondering, without a freezer (level none, or no
+        usable cgroup freezer on the host), and while the bot has more unread input than
+        a frozen bot may hold (it then stays thawed to read it)."""
+        if self.pondering or self.process is None or self._unread > FROZEN_UNREAD_BYTES:
+            return
+        self.process.freeze()
+
+    def thaw(self) -> None:
+        """Let the bot run again; returns once the kernel has thawed every process."""
+        if self.process is not None:
+            self.process.thaw()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_text(encode(message))
+
+    def send_text(self, text: str) -> None:
+        """Send an already encoded message (the referee encodes once, measures the cost).
+
+        Sends to a frozen bot wait in its pipe or socket; a frozen bot with too much
+        unread input is thawed first, so that a send never waits on it."""
+        assert self.channel is not None
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s << %s", self.name, text[:500])
+        self._unread += len(text) + 1
+        if self._unread > FROZEN_UNREAD_BYTES and self.frozen:
+            log.info("bot %s: thawed to read %d bytes of unread messages", self.name, self._unread)
+            self.thaw()
+        self.channel.send(text)
+
+    def receive(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next message, decoded and schema-checked, or None on timeout."""
+        assert self.channel is not None
+        text = self.channel.recv(max(timeout_s, 0.0))
+        if text is None:
+            return None
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s >> %s", self.name, text[:500])
+        t0 = time.perf_counter_ns()
+        try:
+            message = decode(text, sender="bot")
+        except MalformedMessageError:
+            self._bad_text = text[:200]
+            raise
+        finally:
+            self.last_decode_ns = time.perf_counter_ns() - t0
+        if message["type"] == "move" and message["seq"] == self._seq:
+            self._unread = 0  # it read the latest request, so everything sent before it
+        return message
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
+        """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
+        to a few hundred characters; empty when it wrote nothing."""
+        try:
+            with open(self.stderr_log, "rb") as handle:
+                size = handle.seek(0, 2)
+                handle.seek(max(self._log_start, size - _LOG_TAIL_BYTES))
+                data = handle.read()
+        except OSError:
+            return []
+        found = [line if len(line) <= _LOG_LINE_CHARS else line[:_LOG_LINE_CHARS - 3] + "..."
+                 for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+        return found[-lines:] if lines > 0 else []
+
+    def hint(self, error: BaseException) -> str:
+        """What to change for the common newcomer mistake behind ``error`` (a failure of this
+        bot), or "" when it is not one of them (issue 15's list)."""
+        words = self.manifest.command
+        if isinstance(error, (BotStartError, BotTerminatedError)) and words and (
+                words[0] in _SHELL_BUILTINS or any(w in _SHELL_OPERATORS for w in words)):
+            return ("no shell is run: 'command' is executed as it is, so put the commands in a "
+                    "script (e.g. run.sh with its #! line) and run that")
+        stdio = self.manifest.protocol == "stdio"
+        starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
+        exited_0 = isinstance(error, BotTerminatedError) and "exit code 0" in str(error)
+        hello_in_log = starting and any(_HELLO_LINE.search(line) for line in self.log_tail(200))
+        if hello_in_log and not stdio:
+            # under the bridge a bot's stdout goes to its log (and its stdin is empty)
+            return ("this bot's log holds a hello, so it speaks JSON lines on stdout: set "
+                    "protocol = \"stdio\" in its bot.toml")
+        if hello_in_log:
+            return "its hello went to its log (stderr): write messages to stdout"
+        if starting and stdio and self._no_hello and isinstance(self.channel, StdioChannel):
+            if self.channel.partial_line().strip():
+                return ("it wrote part of a line and no newline: end each message with a "
+                        "newline and flush your stdout after each message")
+            return ("it wrote nothing on stdout: flush your stdout after each message "
+                    "(print(..., flush=True), fflush(stdout), System.out.flush())")
+        if starting and not stdio and (self._no_hello or exited_0):
+            return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
+                    "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
+                    "protocol = \"stdio\" in its bot.toml")
+        if exited_0 and self.hello:
+            return ("it exited by itself: a bot must play many games, one after another, until "
+                    "the referee sends shutdown")
+        if isinstance(error, MalformedMessageError) and stdio and self._bad_text.lstrip()[:1] in ("{", "["):
+            return ("one message per line: write each message as one line of JSON (no "
+                    "pretty-printing, no newlines inside a message)")
+        return ""
+
+    def kill(self) -> None:
+        """Kill the whole process tree now (idempotent); the next start is a fresh process."""
+        if self.channel is not None:
+            try:
+                self.channel.close()
+            finally:
+                self.channel = None
+        if self.process is not None:
+            self.process.kill_tree()
+            self.process = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        self.hello = {}
+
+    def close(self) -> None:
+        """Ask politely (shutdown), give it a moment, then kill everything that is left."""
+        if self.is_running() and self.channel is not None:
+            try:
+                self.thaw()  # a frozen bot cannot read its shutdown, nor exit
+                self.send({"type": "shutdown"})
+                deadline = time.monotonic() + 0.5
+                while self.is_running() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            except Exception:  # noqa: BLE001 - a dying bot must not stop the cleanup
+                pass
+        self.kill()
+
+    def __enter__(self) -> BotHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

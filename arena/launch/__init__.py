@@ -1,0 +1,1 @@
+"""Starting bot processes: the launcher (sandbox level), process control, builds."""

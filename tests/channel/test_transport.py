@@ -1,0 +1,332 @@
+"""Transports end to end: real bot subprocesses, real sockets and pipes, no mocks."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from arena.channel.transport import BridgeChannel, Channel, StdioChannel, bridge_argv
+from arena.errors import (
+    BotTerminatedError,
+    MalformedMessageError,
+    OversizeMessageError,
+    ProtocolViolationError,
+)
+from arena.launch.process import BotProcess
+
+ZMQ_BOT = r"""
+import os, sys, time, zmq
+
+sock = zmq.Context().socket(zmq.DEALER)
+sock.setsockopt(zmq.LINGER, 0)
+sock.setsockopt(zmq.IDENTITY, os.environ["ARENA_TOKEN"].encode())
+sock.connect(os.environ["ARENA_ENDPOINT"])
+mode = sys.argv[1]
+tag = sys.argv[2] if len(sys.argv) > 2 else ""
+
+def send(data):
+    sock.send(data)
+
+send(b"hello " + tag.encode())
+if mode == "echo":
+    while (msg := sock.recv()) != b"quit":
+        send(msg)
+elif mode == "burst":  # on "go": 20 tagged messages, paced so two bots interleave
+    sock.recv()
+    for i in range(20):
+        send(f"{tag}-{i}".encode())
+        time.sleep(0.002)
+    time.sleep(60)
+elif mode == "crash":
+    sock.recv()
+    time.sleep(0.3)
+    os._exit(7)
+elif mode == "silent":
+    time.sleep(60)
+elif mode == "oversize":
+    sock.recv()
+    send(b"x" * 10_000_000)
+    time.sleep(60)
+elif mode == "garbage":
+    sock.recv()
+    send(b'{"a": "\xff\xfe"}')
+    send(b'{"after": 1}')
+    time.sleep(60)
+elif mode == "flood":
+    sock.recv()
+    for i in range(1000):
+        send(b'{"n": %d}' % i)
+    time.sleep(60)
+elif mode == "newlines":  # JSON may hold raw newlines as whitespace: they must arrive as sent
+    sock.recv()
+    send(b'{"a":\n 1,\r\n "b": "\xc3\xa9"}')
+    time.sleep(60)
+elif mode == "intruder":  # a second DEALER under another identity
+    sock.recv()
+    other = zmq.Context.instance().socket(zmq.DEALER)
+    other.setsockopt(zmq.IDENTITY, b"somebody-else")
+    other.connect(os.environ["ARENA_ENDPOINT"])
+    other.send(b"{}")
+    time.sleep(60)
+elif mode == "second":  # a second connection under the token itself
+    sock.recv()
+    other = zmq.Context.instance().socket(zmq.DEALER)
+    other.setsockopt(zmq.IDENTITY, os.environ["ARENA_TOKEN"].encode())
+    other.connect(os.environ["ARENA_ENDPOINT"])
+    time.sleep(60)
+elif mode == "killed":
+    sock.recv()
+    os.kill(os.getpid(), 9)
+"""
+
+STDIO_BOT = r"""
+import os, sys, time
+
+out = sys.stdout.buffer
+def send(data):
+    out.write(data + b"\n")
+    out.flush()
+
+mode = sys.argv[1]
+send(b"hello")
+if mode == "echo":
+    for line in sys.stdin.buffer:
+        if line == b"quit\n":
+            break
+        send(line.rstrip(b"\n"))
+elif mode == "crash":
+    sys.stdin.buffer.readline()
+    time.sleep(0.3)
+    os._exit(7)
+elif mode == "silent":
+    time.sleep(60)
+elif mode == "close_stdout":
+    sys.stdin.buffer.readline()
+    os.close(1)
+    time.sleep(60)
+elif mode == "oversize":
+    sys.stdin.buffer.readline()
+    send(b"x" * 10_000_000)
+    time.sleep(60)
+elif mode == "garbage":
+    sys.stdin.buffer.readline()
+    send(b'{"a": "\xff\xfe"}')
+    send(b'{"after": 1}')
+    time.sleep(60)
+elif mode == "flood":
+    sys.stdin.buffer.readline()
+    for i in range(1000):
+        out.write(b'{"n": %d}\n' % i)
+    out.flush()
+    time.sleep(60)
+"""
+
+Start = Callable[..., BotProcess]
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Start]:
+    """Start a bot script in a subprocess; every one is killed at teardown."""
+    (tmp_path / "zmq_bot.py").write_text(ZMQ_BOT)
+    (tmp_path / "stdio_bot.py").write_text(STDIO_BOT)
+    started: list[BotProcess] = []
+
+    def _start(script: str, *args: str, env: dict[str, str] | None = None,
+               pipes: bool = False, bridge: bool = False) -> BotProcess:
+        n = len(started)
+        argv = [sys.executable, str(tmp_path / script), *args]
+        bot = BotProcess.start(bridge_argv(argv) if bridge else argv,
+                               cwd=tmp_path / f"bot{n}", env=env, pipes=pipes,
+                               stderr_log=tmp_path / f"bot{n}.stderr.log")
+        started.append(bot)
+        return bot
+
+    yield _start
+    for bot in started:
+        bot.kill_tree()
+
+
+def zmq_bot(start: Start, mode: str, tag: str = "") -> Channel:
+    channel = BridgeChannel(start("zmq_bot.py", mode, tag, pipes=True, bridge=True), name=mode)
+    assert channel.recv(10.0) == f"hello {tag}"
+    return channel
+
+
+def stdio_bot(start: Start, mode: str) -> Channel:
+    channel = StdioChannel(start("stdio_bot.py", mode, pipes=True), name=mode)
+    assert channel.recv(10.0) == "hello"
+    return channel
+
+
+@pytest.fixture(params=["zmq", "stdio"])
+def make_bot(request: pytest.FixtureRequest, start: Start) -> Callable[[str], Channel]:
+    if request.param == "zmq":
+        return lambda mode: zmq_bot(start, mode)
+    return lambda mode: stdio_bot(start, mode)
+
+
+def test_echo_round_trip(make_bot: Callable[[str], Channel]) -> None:
+    channel = make_bot("echo")
+    for text in ['{"type": "ping"}', '{"s": "' + "é" * 1000 + '"}', "{}"]:
+        channel.send(text)
+        assert channel.recv(5.0) == text
+    channel.send('{"late": true}')
+    time.sleep(0.2)
+    assert channel.recv(0) == '{"late": true}'  # a zero timeout still looks once
+    channel.close()
+    channel.close()  # idempotent
+
+
+def test_two_bots_interleave(start: Start) -> None:
+    a = zmq_bot(start, "burst", "a")
+    b = zmq_bot(start, "burst", "b")
+    a.send("go")
+    b.send("go")
+    # Read all of a's first: b's messages arrive meanwhile and must be kept for b.
+    assert [a.recv(5.0) for _ in range(20)] == [f"a-{i}" for i in range(20)]
+    assert [b.recv(5.0) for _ in range(20)] == [f"b-{i}" for i in range(20)]
+    assert a.recv(0.05) is None and b.recv(0.05) is None
+
+
+def test_message_bytes_arrive_unaltered(start: Start) -> None:
+    channel = zmq_bot(start, "newlines")
+    channel.send("go")
+    assert channel.recv(5.0) == '{"a":\n 1,\r\n "b": "é"}'
+
+
+def test_foreign_identity_loses(start: Start) -> None:
+    channel = zmq_bot(start, "intruder")
+    channel.send("go")
+    with pytest.raises(ProtocolViolationError, match="b'somebody-else', not its ARENA_TOKEN"):
+        channel.recv(5.0)
+
+
+def test_second_connection_loses(start: Start) -> None:
+    channel = zmq_bot(start, "second")
+    channel.send("go")
+    with pytest.raises(ProtocolViolationError, match="more than one connection"):
+        channel.recv(5.0)
+
+
+def test_killed_by_a_signal_is_reported_as_such(start: Start) -> None:
+    channel = zmq_bot(start, "killed")
+    channel.send("go")
+    with pytest.raises(BotTerminatedError, match="killed by signal 9"):
+        channel.recv(5.0)
+
+
+def test_junk_on_the_bridge_pipe_is_malformed_never_a_crash(start: Start) -> None:
+    channel = StdioChannel(start("stdio_bot.py", "silent", pipes=True), name="junk")
+    bridge = BridgeChannel.__new__(BridgeChannel)
+    bridge.__dict__.update(channel.__dict__)
+    bridge._header, bridge._kind, bridge._size, bridge._need, bridge._skip = bytearray(), None, 0, 0, False
+    bridge._feed(b"Z\x00\x00\x00\x02hiM\x00\x00\x00\x02{}M\xff\xff\xff\xff")
+    with pytest.raises(MalformedMessageError, match="kind b'Z'"):
+        bridge._pop()
+    assert bridge._pop() == "{}"
+    with pytest.raises(OversizeMessageError, match="4294967295 bytes"):
+        bridge._pop()
+
+
+def test_recv_timeout_returns_none(make_bot: Callable[[str], Channel]) -> None:
+    channel = make_bot("silent")
+    t0 = time.monotonic()
+    assert channel.recv(0.3) is None
+    assert 0.3 <= time.monotonic() - t0 < 2.0
+    assert channel.recv(0) is None
+
+
+def test_crash_while_waiting(make_bot: Callable[[str], Channel]) -> None:
+    channel = make_bot("crash")
+    channel.send("go")
+    t0 = time.monotonic()
+    with pytest.raises(BotTerminatedError, match="exit code 7"):
+        channel.recv(20.0)
+    assert time.monotonic() - t0 < 5.0  # it dies after 0.3 s; the timeout is 20 s
+
+
+def test_send_to_a_dead_bot(make_bot: Callable[[str], Channel]) -> None:
+    channel = make_bot("crash")
+    channel.send("go")
+    with pytest.raises(BotTerminatedError):
+        channel.recv(20.0)
+    with pytest.raises(BotTerminatedError, match="exit code 7"):
+        for _ in range(100):  # a pipe may take a write or two to notice
+            channel.send("{}")
+
+
+def test_stdio_bot_closes_stdout(start: Start) -> None:
+    channel = stdio_bot(start, "close_stdout")
+    channel.send("go")
+    with pytest.raises(BotTerminatedError, match="closed its output"):
+        channel.recv(20.0)
+
+
+def test_oversize_message(make_bot: Callable[[str], Channel]) -> None:
+    channel = make_bot("oversize")
+    channel.send("go")
+    t0 = time.monotonic()
+    with pytest.raises(OversizeMessageError, match="1048576-byte limit"):
+        channel.recv(20.0)
+    assert time.monotonic() - t0 < 5.0
+
+
+def test_not_utf8(make_bot: Callable[[str], Channel]) -> None:
+    channel = make_bot("garbage")
+    channel.send("go")
+    with pytest.raises(MalformedMessageError, match="not UTF-8"):
+        channel.recv(5.0)
+    assert channel.recv(5.0) == '{"after": 1}'  # one bad message does not wreck the stream
+
+
+def test_flood(make_bot: Callable[[str], Channel]) -> None:
+    channel = make_bot("flood")
+    channel.send("go")
+    time.sleep(0.5)  # let it write everything
+    with pytest.raises(ProtocolViolationError, match="flood"):
+        for _ in range(1000):
+            channel.recv(5.0)
+
+
+def test_messages_before_a_crash_are_delivered(start: Start) -> None:
+    channel = zmq_bot(start, "echo")
+    channel.send("last words")
+    channel.send("quit")  # the bot's loop ends and it exits with code 0
+    assert channel.recv(5.0) == "last words"
+    with pytest.raises(BotTerminatedError, match="exit code 0"):
+        channel.recv(5.0)
+
+
+def _latency(channel: Channel, rounds: int = 2000) -> str:
+    """Wall time of send + recv of a 2 KB message to an echo bot, and the referee's CPU
+    time in it (what the referee pays; the rest is the bot and the kernel)."""
+    text = '{"type": "move_request", "pad": "' + "x" * 2000 + '"}'
+    for _ in range(100):  # warm up
+        channel.send(text)
+        channel.recv(5.0)
+    wall, cpu = [], []
+    for _ in range(rounds):
+        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+        channel.send(text)
+        reply = channel.recv(5.0)
+        cpu.append(time.thread_time_ns() - c0)
+        wall.append(time.perf_counter_ns() - t0)
+        assert reply == text
+    wall.sort()
+    return (f"round trip p50 {statistics.median(wall) / 1000:.0f} us, "
+            f"p99 {wall[int(0.99 * len(wall))] / 1000:.0f} us; "
+            f"referee CPU p50 {statistics.median(cpu) / 1000:.0f} us")
+
+
+def test_round_trip_latency(start: Start, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a timed assertion: prints the figures (see them with ``pytest -s``)."""
+    results = {"zmq": _latency(zmq_bot(start, "echo")),
+               "stdio": _latency(stdio_bot(start, "echo"))}
+    with capsys.disabled():
+        for name, figures in results.items():
+            print(f"\n{name:5} 2 KB echo: {figures}", end="")

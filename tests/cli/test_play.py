@@ -1,0 +1,103 @@
+"""`arena play` and `arena check-bot` as a user runs them: real subprocesses end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arena.bots.pool import sample_bots_dir
+from arena.records import replay
+from tests.helpers import arena, misbehaving_bot
+
+
+def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(sample_bots_dir() / "greedy"), str(sample_bots_dir() / "random"),
+                 "--games", "4", "--seed", "11", "--out", str(out), "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("game ")]
+    assert len(lines) == 4
+    assert "greedy (seat 0) vs random (seat 1)" in lines[0]
+    assert "random (seat 0) vs greedy (seat 1)" in lines[1]
+    assert "summary: greedy" in proc.stdout
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["seed"] for r in records] == [11, 11, 12, 12]
+    assert [r["players"] for r in records[:2]] == [["greedy", "random"], ["random", "greedy"]]
+    for record in records:
+        replay(record)
+        assert all("time_ms" in m for m in record["moves"])
+    # the replay command accepts what play wrote
+    shown = arena("replay", str(out), "--game", "4")
+    assert shown.returncode == 0 and "4 record(s) valid" in shown.stdout
+
+
+def test_play_show_renders_positions(tmp_path: Path) -> None:
+    proc = arena("play", str(sample_bots_dir() / "random"), str(sample_bots_dir() / "random"),
+                 "--games", "1", "--show", "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    assert "random vs random-2" not in proc.stdout  # names are made unique per seat
+    assert "random-2" in proc.stdout and proc.stdout.count("time |") > 20
+
+
+def test_play_records_the_failure_reason(tmp_path: Path) -> None:
+    bad = misbehaving_bot(tmp_path / "bad", "illegal", name="bad").folder
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(bad), str(sample_bots_dir() / "random"), "--games", "1",
+                 "--out", str(out), "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    assert "random wins (illegal_move)" in proc.stdout
+    result = json.loads(out.read_text())["result"]
+    assert result["reason"] == "illegal_move" and result["loser"] == 0
+    assert "not one of the next choices" in result["detail"]
+
+
+def test_play_rejects_a_folder_without_manifest(tmp_path: Path) -> None:
+    proc = arena("play", str(tmp_path), str(sample_bots_dir() / "random"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "no bot.toml" in proc.stderr
+
+
+def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None:
+    good = arena("check-bot", str(sample_bots_dir() / "greedy"), "--games", "2")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "handshake: ok" in good.stdout and "PASS" in good.stdout
+    bad = misbehaving_bot(tmp_path / "bad", "schema", name="bad").folder
+    proc = arena("check-bot", str(bad), "--games", "2")
+    assert proc.returncode == 1
+    assert "FAIL" in proc.stderr and "schema" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    entrants = tmp_path / "entrants"
+    ok = arena("submit", str(sample_bots_dir() / "cbot"), "--entrants", str(entrants), "--games", "2")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "ACCEPTED" in ok.stdout
+    assert (entrants / "cbot" / "bot.toml").exists() and (entrants / "cbot" / "bot.c").exists()
+    # the installed copy is a working entrant: a tournament can read the folder of folders
+    bad = misbehaving_bot(tmp_path / "bad", "garbage", name="bad").folder
+    refused = arena("submit", str(bad), "--entrants", str(entrants), "--games", "2")
+    assert refused.returncode == 1 and "REFUSED" in refused.stderr and "malformed" in refused.stderr
+    assert not (entrants / "bad").exists()
+    again = arena("submit", str(sample_bots_dir() / "cbot"), "--entrants", str(entrants), "--games", "2",
+                  "--replace")
+    assert again.returncode == 0 and sorted(p.name for p in entrants.iterdir()) == [".previous", "cbot"]
+    run = arena("run-tournament", "--bots", str(entrants), "--bots", str(sample_bots_dir() / "random"),
+                "--games", "2", "--out", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.slow
+def test_sprt_accepts_greedy_over_random_and_rejects_random_over_greedy(tmp_path: Path) -> None:
+    greedy, random_bot = str(sample_bots_dir() / "greedy"), str(sample_bots_dir() / "random")
+    common = ["--elo0", "0", "--elo1", "20", "--alpha", "0.05", "--beta", "0.05", "--max-games", "200"]
+    better = arena("sprt", greedy, random_bot, *common, "--logs", str(tmp_path / "a"))
+    assert better.returncode == 0, better.stdout + better.stderr
+    assert "H1 accepted: greedy is stronger" in better.stdout
+    worse = arena("sprt", random_bot, greedy, *common, "--logs", str(tmp_path / "b"))
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    assert "H0 accepted: random is not stronger" in worse.stdout
+    # it stopped as soon as the log-likelihood ratio left its bounds, well before max-games
+    last = [line for line in worse.stdout.splitlines() if line.startswith("games")][-1]
+    assert int(last.split()[1].rstrip(":")) < 200 and float(last.split("LLR")[1].split()[0]) <= -2.94

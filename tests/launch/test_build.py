@@ -1,0 +1,203 @@
+"""Builds under the strict sandbox, and `submit` never replacing an entrant silently: real
+processes through the CLI, as an organizer meets them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arena.bots.manifest import Manifest, build
+from arena.bots.pool import sample_bots_dir
+from arena.errors import BotStartError
+from arena.launch.bubblewrap import Sandbox, runtime_paths
+from tests.helpers import ARENA_ARGV, arena, needs_strict, write_bot
+
+RANDOM = str(sample_bots_dir() / "random")
+
+
+def _games(out: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(next(out.glob("*.db"))) as db:
+        return db.execute("SELECT seat0, seat1, reason FROM games").fetchall()
+
+
+def _copy_bot(name: str, dest: Path, *, new_name: str | None = None, build_cmd: str | None = None) -> Path:
+    shutil.copytree(sample_bots_dir() / name, dest, ignore=shutil.ignore_patterns("bot", "__pycache__"))
+    dest.chmod(0o755)
+    if new_name or build_cmd:
+        manifest = Manifest.load(dest)
+        write_bot(dest, new_name or manifest.name, list(manifest.command), protocol=manifest.protocol,
+                  build=build_cmd or manifest.build)
+    return dest
+
+
+def _processes_with(token: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if token.encode() in cmdline and state != b"Z":
+                found.append(int(entry))
+    return found
+
+
+@needs_strict
+def test_strict_build_sees_no_secrets_no_other_results_no_network_and_writes_only_its_copy(
+        tmp_path: Path) -> None:
+    other = tmp_path / "other-tournament"
+    other.mkdir()
+    (other / "secret-results.db").write_text("x")
+    out = tmp_path / "out"
+    source = tmp_path / "prober"
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0)
+    port = listener.getsockname()[1]
+    connect = f'import socket; socket.create_connection(("127.0.0.1", {port}), timeout=2)'
+    probe = f"""exec > probe.txt 2>&1
+cat /etc/shadow && echo READ-SHADOW
+echo ROOT: $(ls -A /root)
+ls {other} && echo LISTED-OTHER
+echo OUT: $(ls -a {out})
+touch {source}/written && echo WROTE-SOURCE
+touch /usr/written && echo WROTE-USR
+touch {tmp_path}/written && echo WROTE-OUTSIDE
+{sys.executable} -c '{connect}' && echo CONNECTED
+echo UID: $(id -u)
+echo ENV: $(env | sort | tr '\\n' ' ')
+echo built > built.txt"""
+    _copy_bot("random", source, new_name="prober", build_cmd=probe)
+    env = {**os.environ, "ARENA_TEST_SECRET": "hunter2"}
+    proc = subprocess.run([*ARENA_ARGV, "run-tournament", "--bots", str(source), "--bots", RANDOM,
+                           "--games", "2", "--out", str(out), "--sandbox", "strict"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    built = out / "builds" / "prober"
+    report = (built / "probe.txt").read_text()
+    # /root holds only the way to the Python runtime, when that is installed there
+    runtime = {p.relative_to("/root").parts[0] for p in runtime_paths() if Path("/root") in p.parents}
+    listed = set(report.split("ROOT: ")[1].splitlines()[0].split())
+    assert listed <= runtime, listed
+    for leak in ("READ-SHADOW", "LISTED-OTHER", "WROTE-SOURCE", "WROTE-USR",
+                 "WROTE-OUTSIDE", "CONNECTED", "hunter2", "secret-results"):
+        assert leak not in report, report
+    # the results folder it sees holds nothing but the way to its own copy
+    assert "OUT: . .. builds" in report, report
+    uid = int(report.split("UID: ")[1].split()[0])
+    assert 60000 <= uid < 61000
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
+    assert not (source / "probe.txt").exists() and not (source / "written").exists()
+    assert not (tmp_path / "written").exists()
+    # handed back to root, readable by every bot, writable by none; the bot ran from the copy
+    for path in [built, *built.rglob("*")]:
+        info = path.lstat()
+        assert info.st_uid == 0 and info.st_mode & 0o7022 == 0, (path, oct(info.st_mode))
+    assert (built / "built.txt").read_text() == "built\n"
+    assert sorted(g[2] for g in _games(out)) == ["normal", "normal"]
+
+
+@needs_strict
+def test_c_bot_is_built_confined_and_plays_from_its_built_copy(tmp_path: Path) -> None:
+    source = _copy_bot("cbot", tmp_path / "cbot")
+    out = tmp_path / "out"
+    proc = arena("run-tournament", "--bots", str(source), "--bots", RANDOM, "--games", "2",
+                 "--out", str(out), "--sandbox", "strict")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (source / "bot").exists()  # the given folder is never written
+    assert (out / "builds" / "cbot" / "bot").stat().st_uid == 0
+    assert sorted(g[2] for g in _games(out)) == ["normal", "normal"]
+
+
+@needs_strict
+def test_flooding_build_is_capped_and_its_error_line_is_shown(tmp_path: Path) -> None:
+    flood = ("head -c 100000000 /dev/zero | tr '\\0' 'x'; echo; "
+             "echo 'bot.c:7:3: error: expected a flood'; printf 'ctx1\\nctx2\\nctx3\\nctx4\\n'; exit 1")
+    source = _copy_bot("random", tmp_path / "flood", new_name="flood", build_cmd=flood)
+    logs = tmp_path / "logs"
+    # peak memory of the arena process itself, measured by a parent that does nothing else
+    measure = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, "
+               "text=True); print(p.returncode); print(p.stderr); "
+               "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    proc = subprocess.run([sys.executable, "-c", measure, *ARENA_ARGV, "check-bot", str(source),
+                           "--sandbox", "strict", "--logs", str(logs)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.stdout.startswith("1\n"), proc.stdout
+    assert "FAIL" in proc.stdout and "Traceback" not in proc.stdout
+    assert "error: expected a flood" in proc.stdout and "ctx4" in proc.stdout
+    maxrss_mib = int(proc.stdout.split("MAXRSS ")[1]) / 1024
+    assert maxrss_mib < 150, f"the harness grew to {maxrss_mib:.0f} MiB"
+    log = logs / "flood.build.log"
+    assert log.stat().st_size < 70_000
+    text = log.read_text()
+    assert "bytes of build output left out" in text and text.rstrip().endswith("ctx4")
+
+
+@pytest.mark.parametrize("level", ["none", pytest.param("strict", marks=needs_strict)])
+def test_build_past_its_time_limit_is_stopped_with_everything_it_started(tmp_path: Path,
+                                                                        level: str) -> None:
+    token = f"31.{os.getpid()}"
+    manifest = write_bot(tmp_path / "slow", "slow", ["./bot"], build=f"sleep {token} & sleep {token}")
+    tmp_path.chmod(0o755)
+    started = time.monotonic()
+    with pytest.raises(BotStartError, match="took more than 1 s"):
+        build(manifest, tmp_path / "slow.build.log", timeout_s=1,
+              sandbox=Sandbox() if level == "strict" else None, into=tmp_path / "copy")
+    assert time.monotonic() - started < 10
+    assert _processes_with(token) == []
+
+
+def test_build_that_leaves_a_process_behind_is_not_waited_for(tmp_path: Path) -> None:
+    token = f"32.{os.getpid()}"
+    manifest = write_bot(tmp_path / "daemon", "daemon", ["./bot"], build=f"(sleep {token} &) ; echo done")
+    started = time.monotonic()
+    assert build(manifest, tmp_path / "log", timeout_s=20) == manifest  # level none: in place
+    assert time.monotonic() - started < 5
+    assert _processes_with(token) == []
+    assert (tmp_path / "log").read_text() == "done\n"
+
+
+@needs_strict
+def test_symlink_out_of_the_bot_folder_is_refused(tmp_path: Path) -> None:
+    source = _copy_bot("cbot", tmp_path / "linky", new_name="linky")
+    (source / "secrets").symlink_to("/etc/shadow")
+    proc = arena("check-bot", str(source), "--sandbox", "strict", "--games", "2")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "symlink secrets points outside the folder" in proc.stderr
+
+
+@needs_strict
+def test_submit_refuses_an_existing_name_and_replace_keeps_the_previous_version(tmp_path: Path) -> None:
+    entrants = tmp_path / "entrants"
+    source = _copy_bot("cbot", tmp_path / "cbot")
+    first = arena("submit", str(source), "--entrants", str(entrants), "--games", "2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    # strict by default: said so, and the build ran in a private copy, not in the folder given
+    assert "sandbox strict:" in first.stdout and not (source / "bot").exists()
+    (entrants / "cbot" / "marker-v1").write_text("v1")
+    second = arena("submit", str(source), "--entrants", str(entrants), "--games", "2")
+    assert second.returncode == 1 and "Traceback" not in second.stderr
+    assert "already exists" in second.stderr and "--replace" in second.stderr
+    assert "handshake" not in second.stdout  # refused before anything ran
+    assert (entrants / "cbot" / "marker-v1").exists()
+    third = arena("submit", str(source), "--entrants", str(entrants), "--games", "2", "--replace")
+    assert third.returncode == 0, third.stdout + third.stderr
+    [kept] = (entrants / ".previous").iterdir()
+    assert kept.name.startswith("cbot-") and kept.name.endswith("Z")
+    assert f"previous version is kept in {kept}" in third.stdout
+    assert (kept / "marker-v1").exists() and not (entrants / "cbot" / "marker-v1").exists()
+    run = arena("run-tournament", "--bots", str(entrants), "--bots", RANDOM, "--games", "2",
+                "--out", str(tmp_path / "out"), "--sandbox", "strict")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted({name for game in _games(tmp_path / "out") for name in game[:2]}) == ["cbot", "random"]

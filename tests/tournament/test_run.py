@@ -1,0 +1,179 @@
+"""`arena run-tournament` end to end through the CLI, as an organizer runs it."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from arena.bots.pool import sample_bots_dir
+from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, write_bot
+
+SAMPLES = sample_bots_dir()
+
+
+def db_rows(folder: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(folder / "tournament.db") as conn:
+        return conn.execute(sql).fetchall()
+
+
+def stored_results(folder: Path) -> tuple[list[tuple], list[tuple]]:
+    """Everything that must not depend on interruptions: games and moves, minus timings."""
+    games = db_rows(folder, "SELECT game_id, idx, pair, seed, seat0, seat1, score0, score1, winner, "
+                            "reason, moves FROM games ORDER BY idx")
+    moves = db_rows(folder, "SELECT game_id, ply, player, action, patch, cells FROM moves "
+                            "ORDER BY game_id, ply")
+    return games, moves
+
+
+def table_lines(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("rank"))
+    return lines[start:]
+
+
+def test_round_robin_plays_every_pairing_in_seat_swapped_pairs(tmp_path: Path) -> None:
+    out = tmp_path / "rr"
+    proc = arena("run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
+                 "--bots", str(SAMPLES / "cbot"), "--games", "4", "--seed", "3", "--concurrency", "2",
+                 "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    games = db_rows(out, "SELECT seat0, seat1, seed, reason FROM games")
+    assert len(games) == 12 and all(g[3] == "normal" for g in games)
+    per_pairing = Counter(frozenset(g[:2]) for g in games)
+    assert per_pairing == {frozenset(p): 4 for p in itertools.combinations(["random", "greedy", "cbot"], 2)}
+    by_seed: dict[int, list[tuple[str, str]]] = {}
+    for seat0, seat1, seed, _ in games:
+        by_seed.setdefault(seed, []).append((seat0, seat1))
+    assert len(by_seed) == 6  # one seed per pair, every pair on its own circle
+    for seats in by_seed.values():
+        assert sorted(seats) == sorted([seats[0], seats[0][::-1]])
+    table = table_lines(proc.stdout)
+    order = [line.split()[1] for line in table[1:]]
+    assert order.index("greedy") < order.index("random")
+    assert (out / "games.jsonl").read_text().count("\n") == 12
+    assert db_rows(out, "SELECT COUNT(*) FROM moves")[0][0] == sum(
+        r[0] for r in db_rows(out, "SELECT moves FROM games"))
+    assert db_rows(out, "PRAGMA journal_mode")[0][0] == "wal"
+    ratings = arena("ratings", str(out), "--csv", str(tmp_path / "t.csv"))
+    assert ratings.returncode == 0 and table_lines(ratings.stdout)[:4] == table
+    assert (tmp_path / "t.csv").read_text().startswith("rank,name,mu,sigma,conservative")
+    again = arena("run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
+                  "--bots", str(SAMPLES / "cbot"), "--games", "4", "--seed", "3", "--out", str(out))
+    assert again.returncode == 0 and "0 games played now, 12 were already stored" in again.stdout
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
+            "--games", "24", "--seed", "5", "--concurrency", "2"]
+    straight = arena(*args, "--out", str(tmp_path / "straight"))
+    assert straight.returncode == 0, straight.stderr
+
+    killed = tmp_path / "killed"
+    runner = subprocess.Popen([*ARENA_ARGV, *args, "--out", str(killed)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    stored = 0
+    while time.monotonic() < deadline and runner.poll() is None:
+        if (killed / "tournament.db").exists():
+            try:
+                stored = db_rows(killed, "SELECT COUNT(*) FROM games")[0][0]
+            except sqlite3.Error:
+                stored = 0
+            if stored >= 6:
+                break
+        time.sleep(0.05)
+    assert runner.poll() is None, "the run finished before it could be killed"
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait()
+    partial = db_rows(killed, "SELECT COUNT(*) FROM games")[0][0]
+    assert 6 <= partial < 24
+
+    resumed = arena(*args, "--out", str(killed))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{24 - partial} games played now, {partial} were already stored" in resumed.stdout
+    assert stored_results(killed) == stored_results(tmp_path / "straight")
+    assert table_lines(resumed.stdout) == table_lines(straight.stdout)
+    jsonl = (killed / "games.jsonl").read_text().splitlines()
+    assert len(jsonl) == 24 and len(set(jsonl)) == 24
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_games(tmp_path: Path) -> None:
+    out = tmp_path / "int"
+    args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
+            "--games", "40", "--concurrency", "2", "--out", str(out)]
+    runner = subprocess.Popen([*ARENA_ARGV, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if (out / "tournament.db").exists():
+            try:
+                if db_rows(out, "SELECT COUNT(*) FROM games")[0][0] >= 4:
+                    break
+            except sqlite3.Error:
+                pass
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGINT)
+    stdout, stderr = runner.communicate(timeout=60)
+    assert runner.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted:" in stdout
+    kept = db_rows(out, "SELECT COUNT(*) FROM games")[0][0]
+    assert f"{kept} of 40 games are stored" in stdout
+    resumed = arena(*args)
+    assert resumed.returncode == 0 and f"{kept} were already stored" in resumed.stdout
+    assert db_rows(out, "SELECT COUNT(*) FROM games")[0][0] == 40
+
+
+def test_broken_bots_lose_their_games_and_the_rest_completes(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    write_bot(bots / "nobuild", "nobuild", ["./bot"], protocol="stdio", build="exit 3")
+    misbehaving_bot(bots / "diesatstart", "exit_at_start", name="diesatstart")
+    proc = arena("run-tournament", "--bots", str(bots), "--bots", str(SAMPLES / "random"),
+                 "--games", "2", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert "build failed: bot nobuild" in proc.stderr
+    games = db_rows(tmp_path / "out", "SELECT seat0, seat1, winner_name, reason FROM games")
+    assert len(games) == 6
+    versus_random = [g for g in games if "nobuild" in g[:2] and "random" in g[:2]]
+    assert [g[3] for g in versus_random] == ["start_failure"] * 2
+    assert all(g[2] == "random" for g in versus_random)
+    # when both cannot start, the one that fails first (seat 0 starts first) loses
+    both = [g for g in games if "nobuild" in g[:2] and "diesatstart" in g[:2]]
+    assert sorted(g[3] for g in both) == ["crash", "start_failure"]
+    dies = [g for g in games if "diesatstart" in g[:2] and "nobuild" not in g[:2]]
+    assert [g[3] for g in dies] == ["crash", "crash"] and all(g[2] == "random" for g in dies)
+
+
+def test_malformed_config_and_unknown_key_give_clear_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\ngames = [\n')
+    proc = arena("run-tournament", str(bad))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert str(bad) in proc.stderr and "TOML" in proc.stderr
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('name = "x"\ngamez = 4\n')
+    proc = arena("run-tournament", str(unknown))
+    assert proc.returncode == 1 and "'gamez'" in proc.stderr and "valid keys" in proc.stderr
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text('games = "many"\n')
+    proc = arena("run-tournament", str(wrong))
+    assert proc.returncode == 1 and "'games'" in proc.stderr
+
+
+def test_config_file_with_flag_overrides(tmp_path: Path) -> None:
+    config = tmp_path / "t.toml"
+    config.write_text(f'name = "cup"\nentrants = ["{SAMPLES / "random"}", "{SAMPLES / "greedy"}"]\n'
+                      'games = 8\nseed = 2\n[time_control]\nper_move_ms = 2000\n')
+    proc = arena("run-tournament", str(config), "--games", "2", "--out", str(tmp_path / "cup"))
+    assert proc.returncode == 0, proc.stderr
+    assert db_rows(tmp_path / "cup", "SELECT COUNT(*) FROM games")[0][0] == 2
+    changed = arena("run-tournament", str(config), "--games", "4", "--out", str(tmp_path / "cup"))
+    assert changed.returncode == 1 and "games" in changed.stderr

@@ -1,0 +1,147 @@
+"""Worker processes of `arena run-tournament` killed from outside: every game is still
+stored exactly once, the run exits 0 and nothing is left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from arena.bots.pool import sample_bots_dir
+from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, worker_processes
+
+SAMPLES = sample_bots_dir()
+
+
+def _processes_under(folder: Path) -> list[str]:
+    """Live processes whose working folder or command line is inside ``folder`` (its bots)."""
+    needle = str(folder)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and (cwd.startswith(needle) or needle in cmdline):
+            found.append(f"{entry}: {cmdline[:120]}")
+    return found
+
+
+def _bots(tmp_path: Path) -> Path:
+    """Copies of the random and greedy sample bots inside tmp_path (to find them in /proc)."""
+    bots = tmp_path / "bots"
+    for name in ("random", "greedy"):
+        shutil.copytree(SAMPLES / name, bots / name, ignore=shutil.ignore_patterns("__pycache__"))
+    tmp_path.chmod(0o755)  # strict: each bot's uid must reach its folder
+    return bots
+
+
+def _stored(out: Path) -> int:
+    """How many games the run has stored so far (0 before its database exists)."""
+    try:
+        with sqlite3.connect(f"file:{out / 'tournament.db'}?mode=ro", uri=True) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _check_every_game_once(out: Path, total: int) -> None:
+    with sqlite3.connect(out / "tournament.db") as conn:
+        rows = conn.execute("SELECT idx, game_id FROM games ORDER BY idx").fetchall()
+        moves = conn.execute("SELECT COUNT(DISTINCT game_id) FROM moves").fetchone()[0]
+    assert [idx for idx, _ in rows] == list(range(total))
+    assert moves == total
+    lines = (out / "games.jsonl").read_text().splitlines()
+    ids = [json.loads(line)["game_id"] for line in lines]
+    assert sorted(ids) == sorted(game_id for _, game_id in rows)
+
+
+def _run_killing_workers(tmp_path: Path, *, concurrency: int, kills: int, seed: int, games: int,
+                         sandbox: str = "none") -> None:
+    """Run a tournament and SIGKILL a random worker ``kills`` times at random moments."""
+    bots = _bots(tmp_path)
+    out = tmp_path / "out"
+    rng = random.Random(seed)
+    runner = subprocess.Popen(
+        [*ARENA_ARGV, "run-tournament", "--bots", str(bots), "--games", str(games), "--seed", "4",
+         "--concurrency", str(concurrency), "--sandbox", sandbox, "--time-per-move", "2000",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = 0
+    needs_replacement = False
+    seen: set[int] = set()  # every worker pid observed
+    deadline = time.monotonic() + 120
+    try:
+        while runner.poll() is None and time.monotonic() < deadline:
+            next_kill = time.monotonic() + rng.uniform(0.2, 3.0)  # starting, building or playing
+            while time.monotonic() < next_kill and runner.poll() is None:
+                seen.update(worker_processes(runner.pid))
+                time.sleep(0.05)
+            workers = worker_processes(runner.pid)
+            if workers and killed < kills:
+                stored = _stored(out)
+                os.kill(rng.choice(workers), signal.SIGKILL)
+                killed += 1
+                # With more games left than workers, the victim was holding or about to hold one.
+                needs_replacement |= stored < games - concurrency
+        stdout, stderr = runner.communicate(timeout=180)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    context = f"seed {seed}, {killed} kill(s):\n{stdout}\n{stderr}"
+    assert runner.returncode == 0, context
+    assert killed >= 1, context  # the run must not be over before a worker could be killed
+    assert "Traceback" not in stderr, context
+    _check_every_game_once(out, games)
+    assert f"done: {games} games played now" in stdout, context
+    if needs_replacement:  # (a kill at the very end may find a worker with nothing left to do)
+        assert len(seen) >= min(concurrency, games) + 1, context  # replacements were started
+    assert _processes_under(tmp_path) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("concurrency", "seed"), [(1, 1), (2, 2), (2, 3)])
+def test_killed_workers_lose_no_game_and_never_hang_the_run(tmp_path: Path, concurrency: int,
+                                                            seed: int) -> None:
+    _run_killing_workers(tmp_path, concurrency=concurrency, kills=2, seed=seed, games=6)
+
+
+@pytest.mark.slow
+def test_killed_workers_under_the_strict_sandbox(tmp_path: Path) -> None:
+    _run_killing_workers(tmp_path, concurrency=2, kills=2, seed=5, games=6, sandbox="strict")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "how"), [("SIGKILL", "killed by SIGKILL"),
+                                         ("SIGTERM", "exit status 0")])  # a clean exit, but too early
+def test_a_game_that_keeps_killing_its_worker_stops_the_run_with_one_line(tmp_path: Path, sig: str,
+                                                                           how: str) -> None:
+    bots = _bots(tmp_path)
+    shutil.rmtree(bots / "greedy")
+    misbehaving_bot(bots / "killer", "kill_referee", sig, name="killer", stdio=True)  # parent: the worker
+    out = tmp_path / "out"
+    proc = arena("run-tournament", "--bots", str(bots), "--games", "2", "--concurrency", "1",
+                 "--sandbox", "none", "--out", str(out), timeout=180)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: game 0000-killer-vs-random-p0 (killer vs random) was lost with its "
+                            f"worker process 3 times (last: worker exited, {how})"), error
+    with sqlite3.connect(out / "tournament.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
+    assert _processes_under(tmp_path) == []
