@@ -24,7 +24,7 @@ define debian_packages
 	fi
 endef
 
-.PHONY: help install system-packages demo test lint bench bench-bots soak clean
+.PHONY: help install system-packages demo test lint wheel-check bench bench-bots soak clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -53,6 +53,21 @@ test: $(STAMP) system-packages  ## run the test suite
 lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/ruff check arena tests sample_bots
 	$(BIN)/mypy arena
+
+# The wheel as a user installs it: built from this checkout, installed into a fresh venv (with
+# the [dask] extra), and the demo tournament run from an empty folder outside the checkout.
+WHEEL_DIR := $(shell mktemp -d -u /tmp/arena-wheel-check.XXXXXX)
+wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a short tournament outside the checkout
+	$(call debian_packages,$(DEMO_PACKAGES))
+	mkdir -p $(WHEEL_DIR)/work
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir $(WHEEL_DIR)/dist .
+	$(PYTHON) -m venv $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/pip install --quiet "$$(ls $(WHEEL_DIR)/dist/*.whl)[dask]"
+	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena run-tournament --games 2 --out demo
+	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena report demo
+	test -s $(WHEEL_DIR)/work/demo/report/index.html
+	rm -rf $(WHEEL_DIR)
+	@echo "wheel-check: the installed wheel ran a tournament and wrote its report outside the checkout"
 
 bench: $(STAMP)  ## print performance figures
 	$(call debian_packages,$(DEMO_PACKAGES))
