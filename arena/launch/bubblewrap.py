@@ -52,6 +52,7 @@ from arena.errors import BotStartError, ConfigError, SandboxError
 from arena.launch import seccomp
 from arena.launch.cgroup import BotCgroup, detect
 from arena.launch.process import ResourceLimits
+from arena.resources import sample_bots_dir
 
 LEVELS = ("none", "strict")
 UID_BASE = 60000
@@ -147,13 +148,20 @@ class Sandbox:
         # bwrap makes missing parent folders 0700 (owned by root): make them 0755 first.
         made = {Path("/"), Path("/usr"), Path("/etc"), Path("/proc"), Path("/dev"), Path(SANDBOX_TMP)}
         binds = [("--ro-bind", Path(p)) for p in self.exposed]
+        # The sample bots ship inside the package: other bots see an empty folder there
+        # (a sample bot's own folder is bound over it, deeper, so after it).
+        shipped = sample_bots_dir().resolve()
+        binds += [("--tmpfs", shipped) for p in self.exposed if _within(shipped, Path(p))]
         binds += [("--bind" if self.writable_folder else "--ro-bind", Path(folder))]
         for option, path in sorted(binds, key=lambda b: len(b[1].parts)):
             for parent in reversed(path.parents):
                 if parent not in made and not any(_within(parent, p) for _, p in binds if p != path):
                     args += ["--perms", "0755", "--dir", str(parent)]
                     made.add(parent)
-            args += [option, str(path), str(path)]
+            if option == "--tmpfs":
+                args += ["--perms", "0755", option, str(path)]
+            else:
+                args += [option, str(path), str(path)]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", str(folder),

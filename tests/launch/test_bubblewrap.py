@@ -243,7 +243,7 @@ def test_a_missing_bwrap_is_a_clear_error_never_a_downgrade(tmp_path: Path) -> N
 
 
 def test_strict_needs_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    from arena.channel import sandbox as sandbox_module
+    from arena.launch import bubblewrap as sandbox_module
 
     monkeypatch.setattr(sandbox_module.os, "geteuid", lambda: 1000)
     with pytest.raises(SandboxError, match="needs root"):
