@@ -1,6 +1,7 @@
-"""Write a results folder's report: read the store, compute (stats), draw (plots), assemble
-(html), and write ``report/`` with ``index.html``, ``plots/*.png``, ``csv/*.csv`` and
-``replays/*.html``. The only module of the package that touches files.
+"""Write a results folder's report: read the store, let every registered section
+(:mod:`arena.report.sections`) compute its tables and figures, render the page from the
+templates (:mod:`arena.report.render`), and write ``report/`` with ``index.html``,
+``plots/*.png``, ``csv/*.csv`` and ``replays/*.html``. The only module of the package that touches files.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import pandas as pd
 from arena.errors import ArenaError, ConfigError, RecordError
 from arena.referee import DEFAULT_TIME_CONTROL
 from arena.report import plots, stats
-from arena.report.html import Figure, ReportContent, render_report
+from arena.report.render import render
 from arena.report.replay_html import replay_html
+from arena.report.sections import SECTIONS, ReportData
 from arena.untrusted import csv_frame, file_name, inside
 
 GAME_COLUMNS = ("idx", "game_id", "pair", "seed", "seat0", "seat1", "score0", "score1", "winner",
@@ -137,7 +139,7 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
 
     data = load_results(results, want_records=replayed,
                         ignore=(out.name,) if out.parent.resolve() == results.resolve() else ())
-    games, moves, names = data.games, data.moves, data.names
+    games = data.games
     stored = len(games)
     if data.config is None and not stored:
         status = "no tournament"
@@ -157,109 +159,58 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
     except OSError as exc:
         raise ConfigError(f"{out}: cannot write the report there ({exc.strerror})") from None
 
-    table = stats.standings(games, names)
-    order = table["name"].tolist()  # best first: every table and plot lists bots in this order
-    colors = plots.bot_colors(order)
-    title = f"Tournament report: {(data.config or {}).get('name') or results.name}"
-    content = ReportContent(
-        title=title, folder=str(results), generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        status=status, stored=stored, scheduled=data.scheduled, config=data.config, names=order,
-        colors=colors, standings=table, notes=list(data.notes))
-    tables: dict[str, tuple[pd.DataFrame, str]] = {
-        "standings": (table, "TrueSkill standings with win-rate intervals, mean score and margin")}
-
-    if stored:
-        tc = data.time_control
-        bt = stats.bradley_terry(games, order, replicates=replicates, seed=seed)
-        h2h = stats.head_to_head(games, order)
-        margins = stats.pairing_margins(games, order)
-        seat = stats.seat_advantage(games, order)
-        endings = stats.endings(games, order)
-        abnormal = stats.abnormal_games(games)
-        think = stats.think_times(moves, order)
-        slowest = stats.slowest_moves(moves, 10)
-        bank_games = stats.bank_use(moves, tc)
-        bank = stats.bank_summary(bank_games, order)
-        scores = stats.score_table(games, order)
-        lengths = stats.game_lengths(games)
-        progression = stats.rating_progression(games, order)
-        selection = stats.replay_selection(games, sample)
-        content.bradley_terry = bt
-        content.head_to_head, content.seat, content.endings, content.abnormal = h2h, seat, endings, abnormal
-        content.think, content.slowest, content.bank = think, slowest, bank
-        content.scores, content.lengths, content.replays = scores, lengths, selection
-        content.notes += bt.notes
-        tables.update({
-            "bradley_terry": (bt.table, "Bradley-Terry Elo ratings with 95% bootstrap intervals"),
-            "likelihood_of_superiority": (bt.los.reset_index(), "P(row bot is stronger than column bot)"),
-            "head_to_head": (h2h, "per ordered pair of bots: games, wins, losses, margins, forfeits"),
-            "head_to_head_wins": (stats.win_matrix(h2h, order, "wins").reset_index(),
-                                  "wins of the row bot against the column bot"),
-            "pairing_margins": (margins, "score margin of every game that ended by the rules, per pairing"),
-            "seat_advantage": (seat, "first-player wins overall and per bot (games ended by the rules)"),
-            "endings": (endings, "how each bot's games ended, failures by kind"),
-            "abnormal_games": (abnormal, "every game that did not end by the rules"),
-            "think_times": (think, "time per move per bot"),
-            "slowest_moves": (slowest, "the slowest moves of the tournament"),
-            "bank_use": (bank_games, "time drawn from the bank per bot and game"),
-            "bank_summary": (bank, "time-bank use per bot"),
-            "scores": (scores, "final scores per bot (games ended by the rules)"),
-            "game_lengths": (lengths, "moves and duration of every game"),
-            "rating_progression": (progression, "TrueSkill mu and sigma of each bot after each of its games"),
-            "replays": (selection, "the games with a replay viewer"),
-        })
-        # Bot names are plot labels: never let matplotlib parse "$...$" in them as mathtext.
-        with plots.plain_text():
-            figures: dict[str, tuple[Any, str]] = {
-                "elo": (plots.elo_plot(bt.table, colors) if len(bt.table) else None, "Bradley-Terry ratings"),
-                "head_to_head": (plots.head_to_head_plot(stats.win_matrix(h2h, order, "wins"),
-                                                         stats.win_matrix(h2h, order, "games"))
-                                 if len(order) > 1 else None, "head-to-head win matrix"),
-                "margins": (plots.margins_plot(margins, colors) if len(margins) else None,
-                            "score margins per pairing"),
-                "seat": (plots.seat_plot(seat) if int(seat.iloc[0]["games"]) else None, "seat advantage"),
-                "endings": (plots.endings_plot(endings), "how games ended per bot"),
-                "think_time": (plots.think_time_plot(moves, order, colors, tc["per_move_ms"])
-                               if moves["time_ms"].notna().any() else None, "think time per move"),
-                "bank": (plots.bank_plot(bank_games, order, colors, tc["bank_ms"])
-                         if len(bank_games) and (bank_games["bank_ms"] > 0).any() else None, "time-bank use"),
-                "scores": (plots.scores_plot(stats.per_bot_games(games), order, colors)
-                           if (games["reason"] == "normal").any() else None, "final scores per bot"),
-                "lengths": (plots.lengths_plot(lengths), "game length and duration"),
-                "progression": (plots.progression_plot(progression, order, colors), "rating progression"),
-            }
-            for key, (fig, alt) in figures.items():
-                if fig is None:
-                    continue
-                buffer = io.BytesIO()
-                fig.savefig(buffer, format="png")
-                png = buffer.getvalue()
-                (out / "plots" / f"{key}.png").write_bytes(png)
-                content.figures[key] = Figure(png, f"plots/{key}.png", alt)
-        for row in selection.itertuples(index=False):
-            record = data.records.get(row.game_id)
-            if record is None:
+    report = ReportData(games, data.moves, data.config, data.names, data.time_control,
+                        scheduled=data.scheduled, sample=sample, replicates=replicates, seed=seed)
+    # Bot names are plot labels: never let matplotlib parse "$...$" in them as mathtext.
+    with plots.plain_text():
+        parts = {s.id: s.compute(report) for s in SECTIONS}
+    notes = list(data.notes) + [note for part in parts.values() for note in part.notes]
+    figures: dict[str, Figure] = {}
+    csv_files: list[tuple[str, str]] = []
+    for part in parts.values():
+        for key, plot in part.plots.items():
+            if plot.figure is None:
                 continue
-            try:
-                page = replay_html(record, back_link="../index.html")
-            except RecordError as exc:
-                content.notes.append(f"no replay for game {row.game_id}: {exc}")
-                continue
-            name = f"replays/{file_name(str(row.game_id), limit=120, fallback='game')}.html"
-            inside(out, *name.split("/")).write_text(page, encoding="utf-8")
-            content.replay_links[str(row.game_id)] = name
-    elif data.config is not None:
-        entrants = pd.DataFrame(data.config.get("entrants", []))
-        if len(entrants):
-            tables["entrants"] = (entrants, "the entrants")
-
-    for key, (frame, what) in tables.items():
-        path = f"csv/{key}.csv"
-        csv_frame(frame).to_csv(out / path, index=False)  # no cell a spreadsheet would run
-        content.csv_files.append((path, what))
+            buffer = io.BytesIO()
+            plot.figure.savefig(buffer, format="png")
+            png = buffer.getvalue()
+            (out / "plots" / f"{key}.png").write_bytes(png)
+            figures[key] = Figure(png, f"plots/{key}.png", plot.alt)
+        for key, table in part.tables.items():
+            path = f"csv/{key}.csv"
+            csv_frame(table.frame).to_csv(out / path, index=False)  # no cell a spreadsheet would run
+            csv_files.append((path, table.what))
+    replay_links: dict[str, str] = {}
+    for row in (report.replays.itertuples(index=False) if stored else ()):
+        record = data.records.get(row.game_id)
+        if record is None:
+            continue
+        try:
+            page = replay_html(record, back_link="../index.html")
+        except RecordError as exc:
+            notes.append(f"no replay for game {row.game_id}: {exc}")
+            continue
+        name = f"replays/{file_name(str(row.game_id), limit=120, fallback='game')}.html"
+        inside(out, *name.split("/")).write_text(page, encoding="utf-8")
+        replay_links[str(row.game_id)] = name
     index = out / "index.html"
-    index.write_text(render_report(content), encoding="utf-8")
-    return ReportSummary(out, index, status, stored, data.scheduled, len(content.replay_links), content.notes)
+    page = render("page.html", sections=SECTIONS, parts={sid: part.context for sid, part in parts.items()},
+                  title=f"Tournament report: {(data.config or {}).get('name') or results.name}",
+                  folder=str(results), generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                  status=status, stored=stored, scheduled=data.scheduled, config=data.config,
+                  colors=report.colors, notes=notes, figures=figures, replay_links=replay_links,
+                  csv_files=csv_files)
+    index.write_text(page, encoding="utf-8")
+    return ReportSummary(out, index, status, stored, data.scheduled, len(replay_links), notes)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One drawn plot: its PNG bytes, where the PNG file is (relative to index.html), its alt text."""
+
+    png: bytes
+    path: str
+    alt: str
 
 
 __all__ = ["Results", "ReportSummary", "load_results", "write_report"]

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from arena.bots.pool import sample_bots_dir
 from arena.cli import main
 from arena.report import stats
-from arena.report.html import SECTIONS
+from arena.report.sections import SECTIONS
 from arena.tournament.config import load_config
 from arena.tournament.storage import ResultStore
 from tests.helpers import ARENA_ARGV, arena, misbehaving_bot
@@ -101,7 +101,7 @@ class Page(HTMLParser):
 def test_report_has_every_section_bot_plot_and_table(report: Path) -> None:
     text = (report / "index.html").read_text()
     page = Page(text)
-    assert {sid for sid, _ in SECTIONS} <= page.ids
+    assert {s.id for s in SECTIONS} <= page.ids
     assert 'data-status="complete"' in text
     standings = read_csv(report / "csv" / "standings.csv")
     assert sorted(row["name"] for row in standings) == sorted(BOTS)
@@ -285,7 +285,7 @@ def test_empty_folder_gives_a_plain_report(tmp_path: Path) -> None:
     assert "no tournament has been started" in proc.stdout and "Traceback" not in proc.stderr
     text = (folder / "report" / "index.html").read_text()
     assert "Nothing to report yet" in text and 'data-status="no-tournament"' in text
-    assert {sid for sid, _ in SECTIONS} <= Page(text).ids
+    assert {s.id for s in SECTIONS} <= Page(text).ids
     again = CliRunner().invoke(main, ["report", str(folder)])  # its own report/ folder is not content
     assert again.exit_code == 0 and "no tournament has been started" in again.stdout
 
@@ -359,7 +359,7 @@ def test_report_loads_in_headless_chromium(report: Path) -> None:
             "return Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)")
         assert loaded and all(loaded)
         ids = driver.execute_script("return Array.from(document.querySelectorAll('section')).map(s => s.id)")
-        assert ids == [sid for sid, _ in SECTIONS]
+        assert ids == [s.id for s in SECTIONS]
         shot = browser.screenshot(driver, "report.png", full_page=True)
         errors = browser.console_errors(driver)
         link = driver.execute_script("return document.querySelector('a.replay').getAttribute('href')")
