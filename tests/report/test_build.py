@@ -85,6 +85,8 @@ class Page(HTMLParser):
         self.ids: set[str] = set()
         self.links: list[str] = []
         self.images: list[str] = []
+        self.bots: list[str] = []  # the text of every bot label
+        self._in_bot = False
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -95,6 +97,17 @@ class Page(HTMLParser):
             self.links.append(found["href"] or "")
         if tag == "img":
             self.images.append(found.get("src") or "")
+        if tag == "span" and found.get("class") == "bot":
+            self._in_bot = True
+            self.bots.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "span":
+            self._in_bot = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_bot:
+            self.bots[-1] += data
 
 
 # ------------------------------------------------------------------ the finished tournament
@@ -375,3 +388,108 @@ def test_records_in_the_report_replay(report: Path) -> None:
     viewer = next((report / "replays").glob("*.html")).read_text()
     data = json.loads(viewer.split('id="game-data">', 1)[1].split("</script>", 1)[0].replace("<\\/", "</"))
     assert len(data["states"]) == len(data["moves"]) + 1
+
+
+# ------------------------------------------------------------------ hostile text
+HOSTILE = {"random": "<script>alert(1)</script>", "greedy": "\"'&<b>x"}
+"""Bot names a tampered or foreign database may hold (manifests refuse them; the report must not
+trust that)."""
+HOSTILE_DETAIL = "</td><script>alert(2)</script><!--"
+HOSTILE_INFO = "<img src=x onerror=alert(3)>"
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tournament: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tournament's results with two bots renamed to markup, a failure detail and a
+    move's info string that try to break out, written straight into the database."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("hostile") / "results"
+    shutil.copytree(tournament, folder, ignore=shutil.ignore_patterns("report"))
+    rename = lambda name: HOSTILE.get(name, name)  # noqa: E731
+    with sqlite3.connect(folder / "tournament.db") as conn:
+        for game_id, text in conn.execute("SELECT game_id, record FROM games").fetchall():
+            record = json.loads(text)
+            record["players"] = [rename(p) for p in record["players"]]
+            if record["result"]["reason"] != "normal":
+                record["result"]["detail"] = HOSTILE_DETAIL
+            for move in record["moves"]:
+                move["info"] = HOSTILE_INFO
+            seats = record["players"]
+            conn.execute("UPDATE games SET record = ?, seat0 = ?, seat1 = ?, winner_name = ?, "
+                         "detail = CASE reason WHEN 'normal' THEN detail ELSE ? END WHERE game_id = ?",
+                         (json.dumps(record), seats[0], seats[1], seats[record["result"]["winner"]],
+                          HOSTILE_DETAIL, game_id))
+        (text,) = conn.execute("SELECT value FROM tournament WHERE key = 'config'").fetchone()
+        config = json.loads(text)
+        for entrant in config["entrants"]:
+            entrant["name"] = rename(entrant["name"])
+        conn.execute("UPDATE tournament SET value = ? WHERE key = 'config'", (json.dumps(config),))
+        for old, new in HOSTILE.items():
+            conn.execute("UPDATE entrants SET name = ? WHERE name = ?", (new, old))
+    proc = arena("report", str(folder), "--sample", "3", "--bootstrap", "50")
+    assert proc.returncode == 0, proc.stderr
+    return folder / "report"
+
+
+def test_hostile_text_is_escaped_everywhere(hostile_report: Path) -> None:
+    text = (hostile_report / "index.html").read_text()
+    pages = [text, *(p.read_text() for p in (hostile_report / "replays").glob("*.html"))]
+    assert len(pages) > 1
+    for page in pages:
+        for raw in (*HOSTILE.values(), HOSTILE_DETAIL, HOSTILE_INFO, "alert(1)</script>", "<b>x",
+                    "<img src=x"):
+            assert raw not in page
+    assert "<script" not in text  # the report page runs nothing
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "&#34;&#39;&amp;&lt;b&gt;x" in text
+    standings = text.split('id="standings"', 1)[1].split("</section>", 1)[0]
+    shown = Page(standings)
+    assert set(HOSTILE.values()) <= set(shown.bots)  # as text, exactly as stored
+    players: set[str] = set()
+    for page in pages[1:]:
+        assert page.count("<script") == 2 and page.count("</script>") == 2  # the data and the viewer
+        data = json.loads(page.split('id="game-data">', 1)[1].split("</script>", 1)[0])
+        players.update(data["players"])
+        assert {m["info"] for m in data["moves"]} <= {HOSTILE_INFO}
+    assert set(HOSTILE.values()) <= players  # and the data reads back exactly
+
+
+@pytest.mark.slow
+def test_hostile_pages_work_in_headless_chromium(hostile_report: Path) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.keys import Keys
+
+    def no_alert(driver) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            driver.switch_to.alert.dismiss()
+        except NoAlertPresentException:
+            return True
+        return False
+
+    with browser.chromium() as driver:
+        driver.get((hostile_report / "index.html").as_uri())
+        assert no_alert(driver)
+        bots = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#standings .bot')).map(b => b.textContent)")
+        assert set(HOSTILE.values()) <= set(bots)
+        assert driver.execute_script("return document.scripts.length") == 0
+        errors = browser.console_errors(driver)
+        link = driver.execute_script("return document.querySelector('a.replay').getAttribute('href')")
+        viewer = hostile_report / link
+        data = json.loads(viewer.read_text().split('id="game-data">', 1)[1].split("</script>", 1)[0])
+        driver.get(viewer.as_uri())
+        assert no_alert(driver)
+        title = driver.execute_script("return document.getElementById('title').textContent")
+        assert title == f"{data['players'][0]} vs {data['players'][1]}"
+        browser.press(driver, Keys.END)
+        assert driver.execute_script("return document.body.dataset.ply") == str(len(data["moves"]))
+        assert no_alert(driver)
+        shown = driver.execute_script("return document.getElementById('result').textContent")
+        if data["result"]["reason"] != "normal":
+            assert HOSTILE_DETAIL in shown
+        infos = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#moves .info')).map(i => i.textContent)")
+        assert infos and set(infos) == {HOSTILE_INFO}
+        assert driver.execute_script("return document.images.length") == 0  # no <img> made from the info
+        errors += browser.console_errors(driver)
+    assert not errors, errors
