@@ -61,8 +61,9 @@ def json_script(data: Any) -> Markup:
 def asset(name: str) -> Markup:
     """The text of ``arena/report/assets/<name>`` (our own CSS or JavaScript, inlined)."""
     content = resources.files("arena.report").joinpath("assets", name).read_text(encoding="utf-8")
-    if "</" in content:
-        raise ValueError(f"arena/report/assets/{name}: '</' would end its <style> or <script> block")
+    for bad in ("</", "<!--"):  # either could end or confuse the <style> or <script> block
+        if bad in content:
+            raise ValueError(f"arena/report/assets/{name}: '{bad}' cannot be inlined")
     return Markup(content)  # noqa: S704 - a package file, not data
 
 

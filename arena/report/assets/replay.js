@@ -1,4 +1,8 @@
 "use strict";
+// The replay viewer of one game (arena/report/replay_html.py renders templates/replay.html,
+// which inlines this file). Everything it shows comes from the "game-data" JSON block:
+// states, moves, board, patches (see replay_data()). Text from the
+// record (bot names, info strings, failure details) is only ever set with textContent.
 (function () {
   const D = JSON.parse(document.getElementById("game-data").textContent);
   const S = D.states, M = D.moves, B = D.board, P = D.patches;
