@@ -13,12 +13,13 @@ import base64
 import json
 import math
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
+
+from arena.resources import package_path
 
 MISSING = "–"
 """How a missing number is shown."""
@@ -60,7 +61,7 @@ def json_script(data: Any) -> Markup:
 @cache
 def asset(name: str) -> Markup:
     """The text of ``arena/report/assets/<name>`` (our own CSS or JavaScript, inlined)."""
-    content = resources.files("arena.report").joinpath("assets", name).read_text(encoding="utf-8")
+    content = package_path("arena.report", "assets", name).read_text(encoding="utf-8")
     for bad in ("</", "<!--"):  # either could end or confuse the <style> or <script> block
         if bad in content:
             raise ValueError(f"arena/report/assets/{name}: '{bad}' cannot be inlined")
