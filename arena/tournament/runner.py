@@ -112,9 +112,9 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
         completed = store.completed_ids()
-        total = schedule_size(config)
+        total = schedule_size(config.plan)
         already = min(len(completed), total)
-        todo = iter_schedule(config, completed)  # lazy: a big run starts at once
+        todo = iter_schedule(config.plan, completed)  # lazy: a big run starts at once
         env = environment()
         progress = Progress(total=total, done=already)
         _replay_ratings(store, env, progress)

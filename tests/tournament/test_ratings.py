@@ -108,7 +108,7 @@ def test_rating_the_stored_games_of_a_results_folder(tmp_path: Path) -> None:
     config = TournamentConfig(name="t", entrants=tuple(Entrant(n, tmp_path / n) for n in ("x", "y", "z")),
                               games=2)
     with ResultStore(tmp_path / "res", create=True) as store:
-        for spec in schedule(config):
+        for spec in schedule(config.plan):
             initial, moves, final = random_game(spec.seed)
             record = make_record(initial, (spec.seat0, spec.seat1),
                                  [{"player": p, **m.to_json()} for p, m in moves], normal_result(final))
