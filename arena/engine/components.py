@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -261,13 +261,20 @@ def ruleset_for(game: str = "patchwork", edition: str | None = None,
             raise ConfigError(f"stack-n-stuff has no edition {edition!r} (only 'standard')")
         if components is None:
             return _default_stack_n_stuff()
-        return stack_n_stuff(components)
+        return _custom_stack_n_stuff(json.dumps(components, sort_keys=True))
     raise ConfigError(f"unknown game {game!r}: expected one of {', '.join(GAMES)}")
 
 
 @cache
 def _default_stack_n_stuff() -> Ruleset:
     return stack_n_stuff()
+
+
+@lru_cache(maxsize=16)
+def _custom_stack_n_stuff(table: str) -> Ruleset:
+    """A user's table (as canonical JSON text), checked and built once: the records of a
+    tournament all carry the same table, and the schema check takes milliseconds."""
+    return stack_n_stuff(json.loads(table))
 
 
 def ruleset_from_wire(name: str, edition: str, table: dict) -> Ruleset:
