@@ -11,6 +11,10 @@ description = "..."             # optional
 
 A command whose first word is ``python`` or ``python3`` runs with the harness's own
 interpreter, so Python bots can import the SDK (``arena.sdk``) and the engine.
+
+:meth:`Manifest.load` is the one parser of a bot.toml (tournament configs, check-bot,
+submit, play, the pools): the keys are checked by ``arena/schemas/manifest.json``, the
+name by :mod:`arena.untrusted`.
 """
 
 from __future__ import annotations
