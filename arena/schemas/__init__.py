@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
@@ -33,6 +34,7 @@ MISSING = "nothing (the key is missing)"
 _FORMATS = FormatChecker(formats=())
 _FORMATS.checks("bot-name")(is_valid_name)
 _FORMAT_TEXT = {"bot-name": NAME_RULE}
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
 _TYPE_TEXT = {"string": "a string", "boolean": "true or false", "array": "a list", "number": "a number",
               "null": "null"}
 
@@ -100,11 +102,15 @@ def plain(value: Any) -> Any:
 def _key(path: Any) -> str:
     text = ""
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        text = text + f"[{part}]" if isinstance(part, int) else _join(text, part)
     return text
 
 
-def _join(key: str, name: str) -> str:
+def _join(key: str, name: Any) -> str:
+    """``key.name``, the name shown safely: a bot.toml's keys are bot-controlled text."""
+    if not (isinstance(name, str) and _PLAIN_KEY.fullmatch(name)):
+        name = ascii(str(name))[1:-1]
+        name = name if len(name) <= 60 else name[:57] + "..."
     return f"{key}.{name}" if key else name
 
 
@@ -118,7 +124,7 @@ def _explain(error: ValidationError, table: str) -> list[str]:
                 for name in schema["required"] if isinstance(value, Mapping) and name not in value]
     if error.validator == "additionalProperties":
         known = ", ".join(schema.get("properties", {}))
-        return [problem(_join(key, str(name)), f"one of the keys ({known})", "an unknown key")
+        return [problem(_join(key, name), f"one of the keys ({known})", "an unknown key")
                 for name in value if name not in schema.get("properties", {})]
     return [problem(key, expected(schema, table), got(value, table))]
 

@@ -42,6 +42,16 @@ def test_every_problem_at_once_each_in_the_common_style(tmp_path: Path) -> None:
     assert str(caught.value).startswith(f"{folder / 'bot.toml'}: 4 problems: key 'name': expected 1 to 64")
 
 
+def test_hostile_key_names_are_shown_safely_and_short(tmp_path: Path) -> None:
+    key = "\\u001b]0;owned\\u0007\\u202e" * 500  # TOML escapes: the key holds the characters
+    folder = bot(tmp_path, f'name = "b"\ncommand = "x"\n"{key}" = 1\n')
+    with pytest.raises(ManifestError) as caught:
+        Manifest.load(folder)
+    (problem,) = caught.value.problems
+    assert problem.isascii() and problem.isprintable() and len(problem) < 200, problem
+    assert problem.startswith("key '\\x1b]0;owned\\x07\\u202e") and "got an unknown key" in problem
+
+
 def test_a_command_that_does_not_split_into_words(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match=r"bot.toml: key 'command': expected a command line that splits "
                                             r"into words, got 'python \"bot.py' \(No closing quotation\)"):
