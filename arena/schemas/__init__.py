@@ -20,10 +20,7 @@ import re
 from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
-from typing import Any
-
-from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from arena.errors import ConfigError
 from arena.untrusted import NAME_RULE, is_valid_name, shown
@@ -31,8 +28,10 @@ from arena.untrusted import NAME_RULE, is_valid_name, shown
 KINDS = ("tournament", "manifest", "components")
 MISSING = "nothing (the key is missing)"
 
-_FORMATS = FormatChecker(formats=())
-_FORMATS.checks("bot-name")(is_valid_name)
+if TYPE_CHECKING:
+    from jsonschema import FormatChecker
+    from jsonschema.exceptions import ValidationError
+
 _FORMAT_TEXT = {"bot-name": NAME_RULE}
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
 _TYPE_TEXT = {"string": "a string", "boolean": "true or false", "array": "a list", "number": "a number",
@@ -71,7 +70,9 @@ def got(value: Any, table: str = "table") -> str:
 
 def problems(data: Any, schema: Mapping[str, Any], *, table: str = "table") -> list[str]:
     """Every problem of ``data`` against ``schema``, in the common style, in schema order."""
-    validator = Draft202012Validator(schema, format_checker=_FORMATS)
+    from jsonschema import Draft202012Validator  # imported when a file is checked: `arena --help` stays quick
+
+    validator = Draft202012Validator(schema, format_checker=_formats())
     found: list[str] = []
     for error in validator.iter_errors(data):
         for text in _explain(error, table):
@@ -97,6 +98,16 @@ def plain(value: Any) -> Any:
     if hasattr(value, "__fspath__"):
         return str(value)
     return value
+
+
+@cache
+def _formats() -> FormatChecker:
+    """The formats our schemas use: ``bot-name`` is :func:`arena.untrusted.is_valid_name`."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker(formats=())
+    checker.checks("bot-name")(is_valid_name)
+    return checker
 
 
 def _key(path: Any) -> str:
