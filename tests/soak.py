@@ -254,7 +254,7 @@ def _check(out: Path, planned: int, seconds: float, exit_code: int, errors: str,
     with ResultStore(out, readonly=True) as store:
         config = TournamentConfig.from_json(store.stored_config() or {})
     samples = {e.name for e in config.entrants if not e.name.startswith("bad-")}
-    scheduled = {spec.game_id for spec in schedule(config)}
+    scheduled = {spec.game_id for spec in schedule(config.plan)}
     with sqlite3.connect(out / "tournament.db") as conn:
         rows = conn.execute("SELECT game_id, seat0, seat1, loser, reason, detail FROM games").fetchall()
     stored = {row[0] for row in rows}

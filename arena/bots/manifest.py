@@ -11,6 +11,10 @@ description = "..."             # optional
 
 A command whose first word is ``python`` or ``python3`` runs with the harness's own
 interpreter, so Python bots can import the SDK (``arena.sdk``) and the engine.
+
+:meth:`Manifest.load` is the one parser of a bot.toml (tournament configs, check-bot,
+submit, play, the pools): the keys are checked by ``arena/schemas/manifest.json``, the
+name by :mod:`arena.untrusted`.
 """
 
 from __future__ import annotations
@@ -30,14 +34,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
-from arena.untrusted import NAME_RULE, is_valid_name, remove_tree, shown, walk
+from arena.schemas import load_schema, problem
+from arena.schemas import problems as schema_problems
+from arena.untrusted import remove_tree, shown, walk
 
 if TYPE_CHECKING:
     from arena.launch.bubblewrap import Sandbox
 
 MANIFEST = "bot.toml"
-KEYS = ("name", "command", "protocol", "build", "description")
-PROTOCOLS = ("zmq", "stdio")
+KEYS: tuple[str, ...] = tuple(load_schema("manifest")["properties"])
+"""The keys of a bot.toml (arena/schemas/manifest.json gives their types)."""
+PROTOCOLS: tuple[str, ...] = tuple(load_schema("manifest")["properties"]["protocol"]["enum"])
 BUILD_TIMEOUT_S = 300
 BUILD_LOG_CAP_BYTES = 64 << 10  # of a build's output, kept in memory and in its log
 _AFTER_EXIT_S = 1.0  # output still read after the build command exits
@@ -67,8 +74,11 @@ class Manifest:
 
     @classmethod
     def load(cls, folder: Path | str) -> Manifest:
-        """Read ``folder/bot.toml``; raises ConfigError naming the file (ManifestError, with
-        every problem of its keys at once, when it is valid TOML)."""
+        """Read ``folder/bot.toml``: the one manifest parser (tournament configs, check-bot,
+        submit, play and the pools all use it). The keys are checked against
+        arena/schemas/manifest.json, the name by :mod:`arena.untrusted`. Raises ConfigError
+        naming the file (ManifestError, with every problem of its keys at once, each
+        ``key 'K': expected E, got G``, when it is valid TOML)."""
         folder = Path(folder).resolve()
         path = folder / MANIFEST
         if not folder.is_dir():
@@ -83,45 +93,21 @@ class Manifest:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
         except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
             raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
-        problems: list[str] = []
-        unknown = set(data) - set(KEYS)
-        if unknown:
-            problems.append(f"unknown key(s) {', '.join(repr(k) for k in sorted(unknown))} "
-                            f"(the keys are {', '.join(KEYS)})")
-        name = data.get("name")
-        if name is None:
-            problems.append("key 'name' is missing (a bot needs a name: " + NAME_RULE + ")")
-        elif not is_valid_name(name):
-            problems.append(f"key 'name': expected {NAME_RULE}, got {shown(name)}")
+        problems = schema_problems(data, load_schema("manifest"))
         raw_command = data.get("command")
         command: tuple[str, ...] = ()
-        if raw_command is None:
-            problems.append("key 'command' is missing (the command line that starts the bot, "
-                            "e.g. command = \"python bot.py\")")
-        elif isinstance(raw_command, str) and raw_command.strip():
+        if isinstance(raw_command, str):
             try:
                 command = tuple(shlex.split(raw_command))
             except ValueError as exc:
-                problems.append(f"key 'command' cannot be split into words ({exc}): {shown(raw_command)}")
-        elif (isinstance(raw_command, list) and raw_command
-              and all(isinstance(w, str) for w in raw_command)):
+                problems.append(problem("command", "a command line that splits into words",
+                                        f"{shown(raw_command)} ({exc})"))
+        elif isinstance(raw_command, list):
             command = tuple(raw_command)
-        else:
-            problems.append(f"key 'command' must be a command line (a string, or a list of "
-                            f"strings), not {shown(raw_command)}")
-        protocol = data.get("protocol", "zmq")
-        if protocol not in PROTOCOLS:
-            problems.append(f"key 'protocol' must be \"zmq\" or \"stdio\", not {shown(protocol)}")
-        build = data.get("build")
-        if build is not None and not (isinstance(build, str) and build.strip()):
-            problems.append(f"key 'build' must be a shell command (a string), not {shown(build)}")
-        description = data.get("description", "")
-        if not isinstance(description, str):
-            problems.append(f"key 'description' must be a string, not {shown(description)}")
         if problems:
             raise ManifestError(path, problems)
-        assert isinstance(name, str)
-        return cls(folder, name, command, protocol, build, description)
+        return cls(folder, data["name"], command, data.get("protocol", "zmq"), data.get("build"),
+                   data.get("description", ""))
 
     def argv(self) -> list[str]:
         """The command to execute, with ``python``/``python3`` mapped to our interpreter."""

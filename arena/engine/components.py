@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -183,68 +183,66 @@ def patchwork(edition: str = "revised") -> Ruleset:
 
 def stack_n_stuff(components: dict | None = None) -> Ruleset:
     """The Stack'n Stuff ruleset from a component table (default: the shipped proxy data,
-    unverified). A user's table has the same schema; errors name the key and what was wrong."""
+    unverified). A user's table (a file, a record, a stored config) is checked first by
+    :func:`check_components`: errors name the key and what was wrong."""
     data = components if components is not None else _load_json("stack-n-stuff.json")
-    try:
-        return _stack_n_stuff(data)
-    except ConfigError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ConfigError(f"Stack'n Stuff components: malformed ({type(exc).__name__}: {exc})") from None
+    if components is not None:
+        check_components(data, "Stack'n Stuff components")
+    return _stack_n_stuff(data)
+
+
+def check_components(data: Any, source: str) -> None:
+    """Raise ConfigError ``SOURCE: key '...': expected ..., got ...`` unless ``data`` is a valid
+    component table: the schema (arena/schemas/components.json), then the rules it cannot
+    express (rows of equal length with a '#', spaces on the board, tile ids 0..n-1, the
+    smallest tile a stack tile)."""
+    from arena.schemas import check, got, problem
+
+    check(data, "components", source, table="object")
+
+    def fail(key: str, expected: str, value: Any) -> ConfigError:
+        return ConfigError(f"{source}: {problem(key, expected, got(value, 'object'))}")
+
+    final = data["time_board"]["final_space"]
+    for key in ("income_spaces", "box_spaces"):
+        for index, space in enumerate(data["time_board"][key]):
+            if space > final:
+                raise fail(f"time_board.{key}[{index}]", f"a space from 1 to final_space ({final})", space)
+    ids: list[int] = []
+    for group in ("stack_tiles", "stuff_tiles"):
+        for index, tile in enumerate(data[group]):
+            shape = tile["shape"]
+            if len({len(row) for row in shape}) != 1 or "#" not in "".join(shape):
+                raise fail(f"{group}[{index}].shape", "rows of equal length made of '#' and '.', with at "
+                           "least one '#'", shape)
+            ids.append(tile["id"])
+    if sorted(ids) != list(range(len(ids))):
+        raise fail("stack_tiles/stuff_tiles", f"tile ids 0..{len(ids) - 1}, each used once", sorted(ids))
+    stack_ids = {tile["id"] for tile in data["stack_tiles"]}
+    if data["smallest_stack_tile_id"] not in stack_ids:
+        raise fail("smallest_stack_tile_id", "the id of a stack tile", data["smallest_stack_tile_id"])
 
 
 def _stack_n_stuff(data: dict) -> Ruleset:
-    def need(mapping: dict, key: str, kind: type, where: str) -> Any:
-        if not isinstance(mapping, dict) or key not in mapping:
-            raise ConfigError(f"Stack'n Stuff components: missing key '{where}{key}'")
-        value = mapping[key]
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise ConfigError(f"Stack'n Stuff components: '{where}{key}' must be "
-                              f"{'an integer' if kind is int else 'a ' + kind.__name__}, got {value!r}")
-        return value
-
-    board, time_board = need(data, "board", dict, ""), need(data, "time_board", dict, "")
-    rows, cols = need(board, "rows", int, "board."), need(board, "cols", int, "board.")
-    if not (1 <= rows <= 9 and 1 <= cols <= 9):
-        raise ConfigError(f"Stack'n Stuff components: the board must be at most 9x9, got {rows}x{cols}")
-    final = need(time_board, "final_space", int, "time_board.")
-    spaces = {}
-    for key in ("income_spaces", "box_spaces"):
-        values = need(time_board, key, list, "time_board.")
-        if not all(isinstance(v, int) and 0 < v <= final for v in values):
-            raise ConfigError(f"Stack'n Stuff components: 'time_board.{key}' must list spaces 1..{final}")
-        spaces[key] = tuple(sorted(values))
+    """Build the ruleset from a table that passed :func:`check_components` (or the shipped one)."""
     patches: list[Patch] = []
     late: list[int] = []
     for group in ("stack_tiles", "stuff_tiles"):
-        for index, tile in enumerate(need(data, group, list, "")):
-            where = f"{group}[{index}]."
-            shape = need(tile, "shape", list, where)
-            width = len(shape[0]) if shape else 0
-            if (not shape or not all(isinstance(r, str) and len(r) == width and set(r) <= {"#", "."}
-                                     for r in shape) or "#" not in "".join(shape)):
-                raise ConfigError(f"Stack'n Stuff components: '{where}shape' must be rows of equal "
-                                  f"length made of '#' and '.', with at least one '#'")
-            patch = Patch(need(tile, "id", int, where), tuple(shape), need(tile, "cost", int, where),
-                          need(tile, "time", int, where), need(tile, "income", int, where))
-            if patch.buttons_cost < 0 or patch.time_cost < 0 or patch.income < 0:
-                raise ConfigError(f"Stack'n Stuff components: '{where}' cost, time and income must be >= 0")
-            patches.append(patch)
+        for tile in data[group]:
+            patches.append(Patch(tile["id"], tuple(tile["shape"]), tile["cost"], tile["time"],
+                                 tile["income"]))
             if group == "stuff_tiles":
-                late.append(patch.id)
+                late.append(tile["id"])
     patches.sort(key=lambda p: p.id)
-    if [p.id for p in patches] != list(range(len(patches))):
-        raise ConfigError("Stack'n Stuff components: tile ids must be 0..n-1, each used once")
-    smallest = need(data, "smallest_stack_tile_id", int, "")
-    if smallest in late or not 0 <= smallest < len(patches):
-        raise ConfigError("Stack'n Stuff components: 'smallest_stack_tile_id' must be a stack tile id")
+    board, time_board = data["board"], data["time_board"]
     return Ruleset(
-        name="stack-n-stuff", edition="standard", rows=rows, cols=cols,
-        starting_buttons=need(data, "starting_coins", int, ""), final_space=final,
-        income_spaces=spaces["income_spaces"], special_spaces=spaces["box_spaces"],
-        patches=tuple(patches), last_patch_id=smallest, bonus_square=0, bonus_points=0,
-        empty_penalty=2, components=data, late_patch_ids=tuple(late),
-        late_join_at=need(data, "stuff_tiles_join_when_stack_tiles_left", int, ""),
+        name="stack-n-stuff", edition="standard", rows=board["rows"], cols=board["cols"],
+        starting_buttons=data["starting_coins"], final_space=time_board["final_space"],
+        income_spaces=tuple(sorted(time_board["income_spaces"])),
+        special_spaces=tuple(sorted(time_board["box_spaces"])),
+        patches=tuple(patches), last_patch_id=data["smallest_stack_tile_id"], bonus_square=0,
+        bonus_points=0, empty_penalty=2, components=data, late_patch_ids=tuple(late),
+        late_join_at=data["stuff_tiles_join_when_stack_tiles_left"],
         special_removable=True, take_every_special=True, currency="coins",
         unverified=UNVERIFIED_NOTE if "UNVERIFIED" in str(data.get("about", ""))
         else "Stack'n Stuff components supplied by the user (not verified by patchwork-arena).")
@@ -263,13 +261,20 @@ def ruleset_for(game: str = "patchwork", edition: str | None = None,
             raise ConfigError(f"stack-n-stuff has no edition {edition!r} (only 'standard')")
         if components is None:
             return _default_stack_n_stuff()
-        return stack_n_stuff(components)
+        return _custom_stack_n_stuff(json.dumps(components, sort_keys=True))
     raise ConfigError(f"unknown game {game!r}: expected one of {', '.join(GAMES)}")
 
 
 @cache
 def _default_stack_n_stuff() -> Ruleset:
     return stack_n_stuff()
+
+
+@lru_cache(maxsize=16)
+def _custom_stack_n_stuff(table: str) -> Ruleset:
+    """A user's table (as canonical JSON text), checked and built once: the records of a
+    tournament all carry the same table, and the schema check takes milliseconds."""
+    return stack_n_stuff(json.loads(table))
 
 
 def ruleset_from_wire(name: str, edition: str, table: dict) -> Ruleset:
@@ -293,19 +298,19 @@ def ruleset_from_wire(name: str, edition: str, table: dict) -> Ruleset:
 
 
 def load_components(path: Path) -> dict:
-    """Read a user's component file (JSON) for --components; errors name the file."""
+    """Read a user's component file (JSON) for --components; errors name the file and the key."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a component file must be a JSON object")
-    try:
-        stack_n_stuff(data)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid JSON: arrays or objects nested too deeply") from None
+    check_components(data, str(path))
+    assert isinstance(data, dict)
     return data
 
 

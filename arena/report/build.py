@@ -113,7 +113,7 @@ def load_results(folder: Path, *, want_records: Callable[[pd.DataFrame], set[str
             from arena.tournament.schedule import schedule_size
 
             stored_config = TournamentConfig.from_json(config)
-            scheduled = schedule_size(stored_config)
+            scheduled = schedule_size(stored_config.plan)
             if stored_config.ruleset().unverified:  # Stack'n Stuff's proxy components
                 notes.append(stored_config.ruleset().unverified)
         except ArenaError as exc:

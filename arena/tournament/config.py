@@ -21,7 +21,9 @@ bank_ms = 10000
 first_move_ms = 5000
 ```
 
-Every key is optional. Relative paths in a file are relative to the file's folder;
+Every key is optional; arena/schemas/tournament.json gives the types and ranges, and the
+rules between keys (an even number of games, challengers that are entrants, ...) follow
+it in :func:`load_config`. Relative paths in a file are relative to the file's folder;
 paths given on the command line are relative to the working directory. Without a
 file and without entrants the embedded demo is used: the repository's sample bots,
 round robin, 6 games per pairing at 250 ms per move (DEMO_DEFAULTS), seed 1.
@@ -37,20 +39,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from arena.bots.manifest import MANIFEST, Manifest
 from arena.engine import EDITIONS
-from arena.engine.components import GAMES, load_components, ruleset_for
+from arena.engine.components import Ruleset, load_components, ruleset_for
 from arena.errors import ConfigError
-from arena.launch.bubblewrap import LEVELS as SANDBOX_LEVELS
 from arena.resources import sample_bots_dir
-from arena.untrusted import check_name
+from arena.schemas import MISSING, check, got, load_schema, plain, problem
+from arena.tournament.schedule import Plan
 
 Format = Literal["round-robin", "gauntlet"]
-FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
-MANIFEST = "bot.toml"
-KEYS: tuple[str, ...] = ("name", "entrants", "format", "challengers", "games", "time_control",
-                         "game", "components", "edition", "seed", "concurrency", "sandbox", "pondering",
-                         "out")
-TIME_CONTROL_KEYS: tuple[str, ...] = ("per_move_ms", "bank_ms", "first_move_ms")
+SCHEMA: dict[str, Any] = load_schema("tournament")
+"""arena/schemas/tournament.json: the keys of a config file, their types and ranges."""
+_PROPS = SCHEMA["properties"]
+_TC_PROPS = _PROPS["time_control"]["properties"]
+FORMATS: tuple[str, ...] = tuple(_PROPS["format"]["enum"])
+KEYS: tuple[str, ...] = tuple(_PROPS)
+TIME_CONTROL_KEYS: tuple[str, ...] = tuple(_TC_PROPS)
+SANDBOX_LEVELS: tuple[str, ...] = tuple(_PROPS["sandbox"]["enum"])
 RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "seed", "game",
                                 "components", "edition", "time_control")
 """The keys that change the games played; a resumed tournament must agree on all of them."""
@@ -62,22 +67,23 @@ DEFAULTS: dict[str, Any] = {
 DEMO_DEFAULTS: dict[str, Any] = {"games": 6, "per_move_ms": 250}
 """The embedded demo (no file, no entrants) plays shorter: the search bot uses all its time."""
 
-MAX_SCHEDULED_GAMES = 10_000_000
+MAX_SCHEDULED_GAMES: int = _PROPS["games"]["maximum"]
 """At most this many games in one tournament (pairings x games per pairing), and per
 ``sprt``/``play`` run. A stored game takes ~10-20 KB and a fast game ~0.1 s of a core, so
 10 million games is ~150 GB and weeks of CPU: far beyond any real event, while a typo
 (``--games 1000000000000``) is refused before anything starts."""
-MAX_CONCURRENCY = 256
+MAX_CONCURRENCY: int = _PROPS["concurrency"]["maximum"]
 """Games at once: each is a worker process and two bot processes (each with a uid of its
 own under the strict sandbox, which has 1000 for the whole machine)."""
-MAX_TIME_MS = 86_400_000
+MAX_TIME_MS: int = _TC_PROPS["per_move_ms"]["maximum"]
 """Time-control values (per move, bank, first move) are at most a day; beyond ~24.8 days
 they would overflow the millisecond timeouts of poll() and ZeroMQ."""
-SEED_RANGE = (-(2**63), 2**63 - 1)
+SEED_RANGE: tuple[int, int] = (_PROPS["seed"]["minimum"], _PROPS["seed"]["maximum"])
 """Tournament seeds are 64-bit integers, what a TOML file can hold (the flag agrees)."""
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 _CLI = "command line"
+_CLI_SCHEMA: dict[str, Any] = {**SCHEMA, "properties": {**_PROPS, **_TC_PROPS}}
+"""The command line gives the time control as flat keys too (--time-per-move, ...)."""
 
 
 @dataclass(frozen=True)
@@ -131,9 +137,20 @@ class TournamentConfig:
         return {"per_move_ms": self.per_move_ms, "bank_ms": self.bank_ms,
                 "first_move_ms": self.first_move_ms}
 
-    def ruleset(self):  # type: ignore[no-untyped-def]
-        """The rules every game of this tournament is played by."""
-        return ruleset_for(self.game, self.edition, self.components)
+    def ruleset(self) -> Ruleset:
+        """The rules every game of this tournament is played by (built once per process:
+        a custom component table is checked again on every build)."""
+        rules: Ruleset | None = self.__dict__.get("_ruleset")
+        if rules is None:
+            rules = ruleset_for(self.game, self.edition, self.components)
+            object.__setattr__(self, "_ruleset", rules)
+        return rules
+
+    @property
+    def plan(self) -> Plan:
+        """What the scheduler needs (:mod:`arena.tournament.schedule`), as plain values."""
+        return Plan(self.names, self.games, self.seed,
+                    self.challengers if self.format == "gauntlet" else ())
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: the file's keys, entrants expanded to name/folder/description."""
@@ -186,9 +203,9 @@ class _Given(NamedTuple):
     base: Path  # relative paths are relative to this folder
     key: str  # the key as the user wrote it (time_control.bank_ms in a file)
 
-    @property
-    def label(self) -> str:
-        return f"{self.source}: key '{self.key}'"
+    def error(self, expected: str, got_text: str | None = None) -> ConfigError:
+        """``SOURCE: key 'K': expected E, got G`` (G: this value, unless given)."""
+        return ConfigError(f"{self.source}: {problem(self.key, expected, got_text or got(self.value))}")
 
 
 def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> TournamentConfig:
@@ -198,35 +215,33 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
     empty ``entrants``/``challengers`` sequences, click's default for repeatable options)
     mean "not given". The time control may be given as a ``time_control`` dict or as flat
     ``per_move_ms``/``bank_ms``/``first_move_ms`` keys. Without a name the file's stem
-    (or "demo") is used; without entrants, the sample bots. Raises ConfigError naming the
-    file (or "command line"), the key and what was expected.
+    (or "demo") is used; without entrants, the sample bots. The file and the overrides
+    are each checked against arena/schemas/tournament.json, then the rules between keys
+    here. Raises ConfigError ``FILE: key 'K': expected E, got G`` (FILE is "command line"
+    for an override).
     """
     given: dict[str, _Given] = {}
     if path is not None:
         path = Path(path)
         data = _read_toml(path)
-        unknown = sorted(set(data) - set(KEYS))
-        if unknown:
-            raise ConfigError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))}: valid keys are "
-                              f"{', '.join(KEYS)}")
+        check(data, SCHEMA, str(path))
         for key, value in data.items():
             if key == "time_control":
-                _flatten_time_control(value, str(path), path.parent, given)
+                for inner, item in value.items():
+                    given[inner] = _Given(item, str(path), path.parent, f"time_control.{inner}")
             else:
                 given[key] = _Given(value, str(path), path.parent, key)
     cwd = Path.cwd()
-    for key, value in (overrides or {}).items():
-        if value is None:
-            continue
-        if key in ("entrants", "challengers") and isinstance(value, list | tuple) and not value:
-            continue
+    cli = {key: plain(value) for key, value in (overrides or {}).items()
+           if value is not None and not (key in ("entrants", "challengers")
+                                         and isinstance(value, list | tuple) and not value)}
+    check(cli, _CLI_SCHEMA, _CLI)
+    for key, value in cli.items():
         if key == "time_control":
-            _flatten_time_control(value, _CLI, cwd, given)
-        elif key in KEYS or key in TIME_CONTROL_KEYS:
-            given[key] = _Given(value, _CLI, cwd, key)
+            given.update({inner: _Given(item, _CLI, cwd, f"time_control.{inner}")
+                          for inner, item in value.items()})
         else:
-            raise ConfigError(f"{_CLI}: unknown key {key!r}: valid keys are "
-                              f"{', '.join(KEYS + TIME_CONTROL_KEYS)}")
+            given[key] = _Given(value, _CLI, cwd, key)
     if path is None and "entrants" not in given:  # the embedded demo: quick enough to watch
         for key, value in DEMO_DEFAULTS.items():
             given.setdefault(key, _Given(value, "built-in demo default", cwd, key))
@@ -245,202 +260,122 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # the message ends with "(at line L, column C)"
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-
-
-def _flatten_time_control(value: Any, source: str, base: Path, given: dict[str, _Given]) -> None:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{source}: key 'time_control': expected a table with "
-                          f"{', '.join(TIME_CONTROL_KEYS)}, got {_show(value)}")
-    unknown = sorted(set(value) - set(TIME_CONTROL_KEYS))
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(f'time_control.{k}' for k in unknown)}: "
-                          f"valid keys in [time_control] are {', '.join(TIME_CONTROL_KEYS)}")
-    for key, item in value.items():
-        if item is not None:
-            given[key] = _Given(item, source, base, f"time_control.{key}")
+    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
 
 
 def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
+    """The config from values that passed the schema, after the rules between keys."""
     def get(key: str, default: Any) -> _Given:
         return given.get(key) or _Given(default, "built-in default", Path.cwd(), key)
 
-    name = _name(get("name", default_name))
-    fmt = get("format", DEFAULTS["format"])
-    if fmt.value not in FORMATS:
-        raise ConfigError(f"{fmt.label}: expected \"round-robin\" or \"gauntlet\", got {_show(fmt.value)}")
-    games = _int(get("games", DEFAULTS["games"]), 2, MAX_SCHEDULED_GAMES)
-    if games % 2:
-        raise ConfigError(f"{get('games', 0).label}: expected an even number of games per pairing (games "
-                          f"come in pairs on the same seed with the seats swapped), got {games}")
-    per_move_ms = _int(get("per_move_ms", DEFAULTS["per_move_ms"]), 1, MAX_TIME_MS)
-    bank_ms = _int(get("bank_ms", DEFAULTS["bank_ms"]), 0, MAX_TIME_MS)
-    first_move_ms = _int(get("first_move_ms", DEFAULTS["first_move_ms"]), 1, MAX_TIME_MS)
-    game = get("game", "patchwork")
-    if game.value not in GAMES:
-        raise ConfigError(f"{game.label}: expected one of {', '.join(map(repr, GAMES))}, "
-                          f"got {_show(game.value)}")
-    editions = EDITIONS if game.value == "patchwork" else ("standard",)
+    def value(key: str, default: Any) -> Any:
+        return get(key, default).value
+
+    name = value("name", default_name)
+    fmt = value("format", DEFAULTS["format"])
+    games = get("games", DEFAULTS["games"])
+    if games.value % 2:
+        raise games.error("an even number of games per pairing (games come in pairs on the same seed "
+                          "with the seats swapped)")
+    game = value("game", "patchwork")
+    editions = EDITIONS if game == "patchwork" else ("standard",)
     edition = get("edition", editions[0])
     if edition.value not in editions:
-        raise ConfigError(f"{edition.label}: expected one of {', '.join(map(repr, editions))} "
-                          f"(the editions of {game.value}), got {_show(edition.value)}")
+        raise edition.error(f"one of {', '.join(map(repr, editions))} (the editions of {game})")
     components = None
     components_given = given.get("components")
     if components_given is not None:
-        if game.value != "stack-n-stuff":
-            raise ConfigError(f"{components_given.label}: custom components are for game "
-                              "\"stack-n-stuff\" only")
-        value = components_given.value
-        if not isinstance(value, str | os.PathLike) or not str(value).strip():
-            raise ConfigError(f"{components_given.label}: expected the path of a component file (JSON)")
-        path = Path(value) if components_given.source == _CLI else components_given.base / value
-        components = load_components(path)
-    seed = _int(get("seed", DEFAULTS["seed"]), *SEED_RANGE)
-    concurrency = _int(get("concurrency", min(os.cpu_count() or 1, MAX_CONCURRENCY)), 1, MAX_CONCURRENCY)
-    sandbox = get("sandbox", "strict")
-    if sandbox.value not in SANDBOX_LEVELS:
-        choices = " or ".join(f'"{level}"' for level in SANDBOX_LEVELS)
-        raise ConfigError(f"{sandbox.label}: expected {choices}, got {_show(sandbox.value)}")
-    pondering = get("pondering", False)
-    if not isinstance(pondering.value, bool):
-        raise ConfigError(f"{pondering.label}: expected true or false, got {_show(pondering.value)}")
+        if game != "stack-n-stuff":
+            raise components_given.error("no component file: custom components are for game "
+                                         "\"stack-n-stuff\" only")
+        components = load_components(_path(components_given))
     out_given = given.get("out")
-    if out_given is None:
-        out = Path("results") / name
-    elif isinstance(out_given.value, str | os.PathLike) and str(out_given.value).strip():
-        out = Path(out_given.value) if out_given.source == _CLI else out_given.base / out_given.value
-    else:
-        raise ConfigError(f"{out_given.label}: expected a folder path, got {_show(out_given.value)}")
+    out = Path("results") / name if out_given is None else _path(out_given)
 
-    entrants_given = get("entrants", [sample_bots_dir()])
-    folders = [entrants_given.base / p for p in _paths(entrants_given)]
-    entrants = _entrants(entrants_given.label, folders)
+    entrants_given = get("entrants", [str(sample_bots_dir())])
+    raw = entrants_given.value
+    folders = [entrants_given.base / p for p in ([raw] if isinstance(raw, str) else raw)]
+    entrants = _entrants(entrants_given, folders)
     names = [e.name for e in entrants]
 
     ch = get("challengers", [])
-    raw = [ch.value] if isinstance(ch.value, str) else ch.value
-    if not isinstance(raw, list | tuple) or not all(isinstance(c, str) for c in raw):
-        raise ConfigError(f"{ch.label}: expected a list of entrant names, got {_show(ch.value)}")
-    challengers = tuple(raw)
-    if fmt.value == "gauntlet":
+    challengers = tuple([ch.value] if isinstance(ch.value, str) else ch.value)
+    listed = f"entrant names ({', '.join(names)})"
+    if fmt == "gauntlet":
         if not challengers:
-            raise ConfigError(f"{fmt.label}: a gauntlet needs 'challengers' (the entrant names that play "
-                              f"everyone else); entrants are {', '.join(names)}")
+            source = get("format", fmt).source
+            raise ConfigError(f"{source}: " + problem("challengers", f"the {listed} that play everyone "
+                                                      "else, as format is \"gauntlet\"", MISSING))
         for challenger in challengers:
             if challenger not in names:
-                raise ConfigError(f"{ch.label}: {challenger!r} is not an entrant; entrants are "
-                                  f"{', '.join(names)}")
+                raise ch.error(listed, f"{got(challenger)}, which is not an entrant")
         if len(set(challengers)) != len(challengers):
-            raise ConfigError(f"{ch.label}: a challenger is listed twice: {', '.join(challengers)}")
+            raise ch.error(f"each of the {listed} at most once", f"{got(list(challengers))}, a challenger "
+                           "listed twice")
         if len(challengers) == len(names):
-            raise ConfigError(f"{ch.label}: every entrant is a challenger; a gauntlet needs at least one "
-                              "entrant that is not")
+            raise ch.error("at least one entrant that is not a challenger (every entrant is a challenger)")
     elif challengers:
-        raise ConfigError(f"{ch.label}: challengers only apply to format \"gauntlet\" "
-                          f"(format is {fmt.value!r})")
-    _check_size(get("games", 0), games, len(names), len(challengers) if fmt.value == "gauntlet" else None)
-    return TournamentConfig(name=name, entrants=entrants, format=fmt.value, challengers=challengers,
-                            games=games, per_move_ms=per_move_ms, bank_ms=bank_ms,
-                            first_move_ms=first_move_ms, edition=edition.value, game=game.value,
-                            components=components, seed=seed,
-                            concurrency=concurrency, sandbox=sandbox.value,
-                            pondering=pondering.value, out=out)
+        raise ch.error(f"no challengers: they only apply to format \"gauntlet\" (format is {fmt!r})")
+    _check_size(games, len(names), len(challengers) if fmt == "gauntlet" else None)
+    time_control = {key: value(key, DEFAULTS[key]) for key in TIME_CONTROL_KEYS}
+    return TournamentConfig(name=name, entrants=entrants, format=fmt, challengers=challengers,
+                            games=games.value, edition=edition.value, game=game,
+                            components=components, seed=value("seed", DEFAULTS["seed"]),
+                            concurrency=value("concurrency", min(os.cpu_count() or 1, MAX_CONCURRENCY)),
+                            sandbox=value("sandbox", "strict"), pondering=value("pondering", False),
+                            out=out, **time_control)
 
 
-def _name(given: _Given) -> str:
-    value = given.value
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
-        raise ConfigError(f"{given.label}: expected a tournament name of letters, digits, '_', "
-                          f"'.', '+' or '-' (it names the results folder), got {_show(value)}")
-    return value
+def _path(given: _Given) -> Path:
+    """A path value: relative to the file's folder, or as given on the command line."""
+    return Path(given.value) if given.source == _CLI else given.base / given.value
 
 
-def _int(given: _Given, minimum: int, maximum: int) -> int:
-    value = given.value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{given.label}: expected an integer, got {_show(value)}")
-    if not minimum <= value <= maximum:
-        raise ConfigError(f"{given.label}: expected an integer from {minimum:,} to {maximum:,}, got "
-                          f"{_show_int(value)}")
-    return value
-
-
-def _show_int(value: int) -> str:
-    text = f"{value:,}"
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(str(abs(value)))} digits)"
-
-
-def _check_size(given: _Given, games: int, entrants: int, challengers: int | None) -> None:
+def _check_size(games: _Given, entrants: int, challengers: int | None) -> None:
     """Refuse a schedule of more than MAX_SCHEDULED_GAMES games before anything starts."""
     if challengers is None:
         pairings = entrants * (entrants - 1) // 2
     else:
         pairings = challengers * (entrants - challengers)
-    total = pairings * games
+    total = pairings * games.value
     if total > MAX_SCHEDULED_GAMES:
-        raise ConfigError(f"{given.label}: {games:,} games per pairing x {pairings:,} pairings = {total:,} "
-                          f"games, more than the limit of {MAX_SCHEDULED_GAMES:,} games in one tournament")
+        raise games.error(f"at most {MAX_SCHEDULED_GAMES:,} games in one tournament",
+                          f"{games.value:,} games per pairing x {pairings:,} pairings = {total:,} games")
 
 
-def _paths(given: _Given) -> list[Path]:
-    value = given.value
-    if isinstance(value, str | os.PathLike):
-        value = [value]
-    if (not isinstance(value, list | tuple) or not value
-            or not all(isinstance(p, str | os.PathLike) and str(p).strip() for p in value)):
-        raise ConfigError(f"{given.label}: expected a list of bot folders, got {_show(value)}")
-    return [Path(p) for p in value]
-
-
-def _entrants(label: str, folders: list[Path]) -> tuple[Entrant, ...]:
+def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
     """Expand folders of bot folders (sorted), read each bot.toml, check names are unique."""
+    expected = f"bot folders (each holding a {MANIFEST}) or folders of bot folders"
     expanded: list[Path] = []
     for folder in folders:
         if not folder.exists():
-            raise ConfigError(f"{label}: {folder}: no such folder")
+            raise given.error(expected, f"{got(str(folder))}: no such folder")
         if not folder.is_dir():
-            raise ConfigError(f"{label}: {folder}: not a folder (expected a bot folder with {MANIFEST})")
+            raise given.error(expected, f"{got(str(folder))}: not a folder")
         if (folder / MANIFEST).is_file():
             expanded.append(folder.resolve())
             continue
         inner = sorted(p for p in folder.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
         if not inner:
-            raise ConfigError(f"{label}: {folder}: not a bot folder (no {MANIFEST}) and holds no bot "
-                              "folders")
+            raise given.error(expected, f"{got(str(folder))}: not a bot folder (no {MANIFEST}) and holds no "
+                              "bot folders")
         expanded.extend(p.resolve() for p in inner)
-    entrants = [_read_manifest(folder) for folder in expanded]
+    entrants = []
+    for folder in expanded:
+        manifest = Manifest.load(folder)
+        entrants.append(Entrant(manifest.name, folder, manifest.description))
     seen: dict[str, Path] = {}
     for entrant in entrants:
         if entrant.name in seen:
-            raise ConfigError(f"{label}: duplicate entrant name {entrant.name!r} ({seen[entrant.name]} and "
-                              f"{entrant.folder}); names come from the 'name' key of each {MANIFEST}")
+            raise given.error(f"entrants with unique names (names come from the 'name' key of each "
+                              f"{MANIFEST})", f"{entrant.name!r} twice ({seen[entrant.name]} and "
+                              f"{entrant.folder})")
         seen[entrant.name] = entrant.folder
     if len(entrants) < 2:
-        raise ConfigError(f"{label}: a tournament needs at least 2 entrants, got {len(entrants)}"
+        raise given.error("at least 2 entrants", f"{len(entrants)}"
                           + (f" ({entrants[0].name} in {entrants[0].folder})" if entrants else ""))
     return tuple(entrants)
-
-
-def _read_manifest(folder: Path) -> Entrant:
-    path = folder / MANIFEST
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    name = check_name(data.get("name"), str(path))
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        raise ConfigError(f"{path}: key 'description': expected a string, got {_show(description)}")
-    return Entrant(name, folder, description)
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{text} ({type(value).__name__})"
 
 
 __all__ = ["DEFAULTS", "FORMATS", "KEYS", "MAX_CONCURRENCY", "MAX_SCHEDULED_GAMES", "MAX_TIME_MS",

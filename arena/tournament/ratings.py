@@ -1,4 +1,5 @@
-"""TrueSkill ratings recomputed from the stored games (pure: tables in, tables out).
+"""TrueSkill ratings: recomputed from the stored games (pure: tables in, tables out), and
+online, game by game (:class:`OnlineRatings`, the runner's live leader), by the same update.
 
 Patchwork has no draws (equal scores go to the player who finished first), so the
 TrueSkill environment has ``draw_probability=0`` and every game is rated as a win for
@@ -9,7 +10,7 @@ uninterrupted one, whatever the concurrency.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -24,6 +25,40 @@ HISTORY_COLUMNS = ("idx", "name", "mu", "sigma")
 def environment() -> trueskill.TrueSkill:
     """The TrueSkill environment: the package's defaults (mu 25, sigma 25/3) without draws."""
     return trueskill.TrueSkill(draw_probability=0.0)
+
+
+class OnlineRatings:
+    """TrueSkill ratings updated one game at a time: the one place a game changes a rating
+    (``rate`` and ``rating_history`` replay stored games through it)."""
+
+    def __init__(self, names: Iterable[str] = (), env: trueskill.TrueSkill | None = None) -> None:
+        self.env = env or environment()
+        self.ratings: dict[str, trueskill.Rating] = {}
+        for name in names:
+            self.enter(name)
+
+    def enter(self, name: str) -> trueskill.Rating:
+        """``name``'s rating, the initial one if it has not played yet."""
+        if name not in self.ratings:
+            self.ratings[name] = self.env.create_rating()
+        return self.ratings[name]
+
+    def add(self, winner: str, loser: str) -> None:
+        """Rate one game (no draws in Patchwork)."""
+        self.ratings[winner], self.ratings[loser] = trueskill.rate_1vs1(
+            self.enter(winner), self.enter(loser), drawn=False, env=self.env)
+
+    def add_record(self, record: Mapping[str, Any]) -> None:
+        """Rate a game record (its ``players`` and ``result.winner``)."""
+        winner = record["result"]["winner"]
+        self.add(record["players"][winner], record["players"][1 - winner])
+
+    def leader(self) -> tuple[str, float] | None:
+        """The best conservative rating (mu - 3 sigma; ties by name) and whose it is."""
+        if not self.ratings:
+            return None
+        name, rating = max(self.ratings.items(), key=lambda kv: (kv[1].mu - 3 * kv[1].sigma, kv[0]))
+        return name, rating.mu - 3 * rating.sigma
 
 
 def rate(games: pd.DataFrame, names: Iterable[str] = (), *,
@@ -68,13 +103,13 @@ def _replay(games: pd.DataFrame, names: Iterable[str], env: trueskill.TrueSkill,
     if missing:
         raise ValueError(f"the games frame lacks column(s) {', '.join(missing)}; "
                          f"expected {', '.join(REQUIRED)}")
-    ratings: dict[str, trueskill.Rating] = {}
+    online = OnlineRatings(env=env)
+    ratings = online.ratings
     stats: dict[str, dict[str, int]] = {}
 
     def enter(name: str) -> None:
-        if name not in ratings:
-            ratings[name] = env.create_rating()
-            stats[name] = {"wins": 0, "losses": 0, "failures": 0}
+        online.enter(name)
+        stats.setdefault(name, {"wins": 0, "losses": 0, "failures": 0})
 
     for name in names:
         enter(name)
@@ -88,8 +123,7 @@ def _replay(games: pd.DataFrame, names: Iterable[str], env: trueskill.TrueSkill,
         won, lost = seats[int(winner)], seats[1 - int(winner)]
         enter(won)
         enter(lost)
-        ratings[won], ratings[lost] = trueskill.rate_1vs1(ratings[won], ratings[lost], drawn=False,
-                                                          env=env)
+        online.add(won, lost)
         stats[won]["wins"] += 1
         stats[lost]["losses"] += 1
         if reason != "normal":
@@ -99,4 +133,4 @@ def _replay(games: pd.DataFrame, names: Iterable[str], env: trueskill.TrueSkill,
     return ratings, stats, trail
 
 
-__all__ = ["HISTORY_COLUMNS", "TABLE_COLUMNS", "environment", "rate", "rating_history"]
+__all__ = ["HISTORY_COLUMNS", "TABLE_COLUMNS", "OnlineRatings", "environment", "rate", "rating_history"]

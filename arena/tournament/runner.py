@@ -24,8 +24,6 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Protocol
 
-import trueskill
-
 from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool, build_all
 from arena.errors import ArenaError
@@ -33,7 +31,7 @@ from arena.launch.bubblewrap import Sandbox, check_strict_available
 from arena.launch.cgroup import remove_stale_groups
 from arena.referee import TimeControl
 from arena.tournament.config import TournamentConfig
-from arena.tournament.ratings import environment
+from arena.tournament.ratings import OnlineRatings
 from arena.tournament.schedule import GameSpec, iter_schedule, schedule_size
 from arena.tournament.storage import ResultStore
 
@@ -60,7 +58,7 @@ class Progress:
     played_now: int = 0
     failures: int = 0
     started: float = field(default_factory=time.monotonic)
-    ratings: dict[str, trueskill.Rating] = field(default_factory=dict)
+    ratings: OnlineRatings = field(default_factory=OnlineRatings)
 
     @property
     def rate(self) -> float:
@@ -72,10 +70,7 @@ class Progress:
         return (self.total - self.done) / self.rate if self.rate > 0 else None
 
     def leader(self) -> tuple[str, float] | None:
-        if not self.ratings:
-            return None
-        name, rating = max(self.ratings.items(), key=lambda kv: (kv[1].mu - 3 * kv[1].sigma, kv[0]))
-        return name, rating.mu - 3 * rating.sigma
+        return self.ratings.leader()
 
 
 @dataclass
@@ -112,12 +107,11 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
         completed = store.completed_ids()
-        total = schedule_size(config)
+        total = schedule_size(config.plan)
         already = min(len(completed), total)
-        todo = iter_schedule(config, completed)  # lazy: a big run starts at once
-        env = environment()
+        todo = iter_schedule(config.plan, completed)  # lazy: a big run starts at once
         progress = Progress(total=total, done=already)
-        _replay_ratings(store, env, progress)
+        _replay_ratings(store, progress)
         log_dir = config.out / "logs"
         manifests = [Manifest.load(folder) for folder in config.folders]
         errors: dict[int, str] = {}
@@ -141,7 +135,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
             try:
                 for spec, record, duration in runner.run(todo):
                     store.store_game(spec, record, duration)
-                    _update(progress, env, record)
+                    _update(progress, record)
                     if on_progress is not None:
                         on_progress(progress, spec)
             except KeyboardInterrupt:
@@ -152,22 +146,17 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
                       interrupted, build_errors, time.monotonic() - started)
 
 
-def _update(progress: Progress, env: trueskill.TrueSkill, record: dict[str, Any]) -> None:
+def _update(progress: Progress, record: dict[str, Any]) -> None:
     progress.done += 1
     progress.played_now += 1
-    result = record["result"]
-    progress.failures += result["reason"] != "normal"
-    winner, loser = record["players"][result["winner"]], record["players"][1 - result["winner"]]
-    ratings = progress.ratings
-    new_winner, new_loser = trueskill.rate_1vs1(ratings.get(winner, env.create_rating()),
-                                                ratings.get(loser, env.create_rating()), env=env)
-    ratings[winner], ratings[loser] = new_winner, new_loser
+    progress.failures += record["result"]["reason"] != "normal"
+    progress.ratings.add_record(record)
 
 
-def _replay_ratings(store: ResultStore, env: trueskill.TrueSkill, progress: Progress) -> None:
+def _replay_ratings(store: ResultStore, progress: Progress) -> None:
     """Online ratings of the games already stored (for the live leader after a resume)."""
     for record in store.records():
-        _update(progress, env, record)
+        _update(progress, record)
     progress.done -= progress.played_now
     progress.played_now = 0
 

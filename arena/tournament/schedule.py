@@ -1,4 +1,8 @@
-"""The schedule: every game of a tournament, in a fixed order, from the config alone (pure).
+"""The schedule: every game of a tournament, in a fixed order, from plain values (pure).
+
+A :class:`Plan` holds all it needs: the entrant names, the games per pairing, the seed and
+the challengers (none: a round robin). ``TournamentConfig.plan`` builds one; this module
+imports nothing of the config, the sandbox, the manifests or any I/O.
 
 A *pairing* is two entrants: in a round robin every unordered pair of names (sorted),
 in a gauntlet each challenger (in config order) against every entrant that is not a
@@ -22,10 +26,19 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from arena.tournament.config import TournamentConfig
-
 SEED_BITS = 31
 """Game seeds are below 2**31 so that any bot can hold them in a 32-bit signed integer."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to schedule: ``names`` of the entrants, ``games`` per pairing (even), the
+    tournament ``seed``, and the ``challengers`` of a gauntlet (empty: a round robin)."""
+
+    names: tuple[str, ...]
+    games: int
+    seed: int
+    challengers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,12 +54,12 @@ class GameSpec:
     pair: int
 
 
-def pairings(config: TournamentConfig) -> list[tuple[str, str]]:
+def pairings(plan: Plan) -> list[tuple[str, str]]:
     """The pairings in schedule order; the first name sits in seat 0 in the first game of a pair."""
-    if config.format == "gauntlet":
-        others = sorted(n for n in config.names if n not in config.challengers)
-        return [(c, o) for c in config.challengers for o in others]
-    return list(itertools.combinations(sorted(config.names), 2))
+    if plan.challengers:
+        others = sorted(n for n in plan.names if n not in plan.challengers)
+        return [(c, o) for c in plan.challengers for o in others]
+    return list(itertools.combinations(sorted(plan.names), 2))
 
 
 def pair_seed(base: int, pairing: tuple[str, str], k: int) -> int:
@@ -56,21 +69,21 @@ def pair_seed(base: int, pairing: tuple[str, str], k: int) -> int:
     return int.from_bytes(digest, "big") % (1 << SEED_BITS)
 
 
-def schedule_size(config: TournamentConfig) -> int:
+def schedule_size(plan: Plan) -> int:
     """How many games the tournament has (without building them)."""
-    return len(pairings(config)) * (config.games // 2) * 2
+    return len(pairings(plan)) * (plan.games // 2) * 2
 
 
-def iter_schedule(config: TournamentConfig, completed: Collection[str] = ()) -> Iterator[GameSpec]:
+def iter_schedule(plan: Plan, completed: Collection[str] = ()) -> Iterator[GameSpec]:
     """The games of :func:`schedule`, one at a time: a run of millions of games starts at
     once instead of building them all first."""
-    plan = pairings(config)
-    width = max(4, len(str(max(schedule_size(config) - 1, 0))))
+    order = pairings(plan)
+    width = max(4, len(str(max(schedule_size(plan) - 1, 0))))
     done = set(completed)
     index = 0
-    for k in range(config.games // 2):
-        for pairing in plan:
-            seed = pair_seed(config.seed, pairing, k)
+    for k in range(plan.games // 2):
+        for pairing in order:
+            seed = pair_seed(plan.seed, pairing, k)
             pair = index // 2
             for seat0, seat1 in (pairing, pairing[::-1]):
                 game_id = f"{index:0{width}d}-{_slug(seat0)}-vs-{_slug(seat1)}-p{pair}"
@@ -79,13 +92,13 @@ def iter_schedule(config: TournamentConfig, completed: Collection[str] = ()) -> 
                 index += 1
 
 
-def schedule(config: TournamentConfig, completed: Collection[str] = ()) -> list[GameSpec]:
+def schedule(plan: Plan, completed: Collection[str] = ()) -> list[GameSpec]:
     """Every game of the tournament in play order (see the module docstring).
 
     Games whose ids are in ``completed`` (e.g. ``ResultStore.completed_ids()``) are left
     out, so a resumed run plays exactly the rest; indexes and ids do not change.
     """
-    return list(iter_schedule(config, completed))
+    return list(iter_schedule(plan, completed))
 
 
 def _slug(name: str) -> str:
@@ -93,4 +106,5 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
 
 
-__all__ = ["SEED_BITS", "GameSpec", "iter_schedule", "pair_seed", "pairings", "schedule", "schedule_size"]
+__all__ = ["SEED_BITS", "GameSpec", "Plan", "iter_schedule", "pair_seed", "pairings", "schedule",
+           "schedule_size"]

@@ -104,9 +104,13 @@ def test_every_manifest_problem_at_once(tmp_path: Path) -> None:
     (folder / "bot.toml").write_text('protocol = "tcp"\nbuild = 3\nlanguage = "python"\n')
     code, out = check_bot(folder)
     assert code == 1
-    for problem in ("key 'name' is missing", "key 'command' is missing",
-                    "key 'protocol' must be \"zmq\" or \"stdio\", not 'tcp'",
-                    "key 'build' must be a shell command", "unknown key(s) 'language'"):
+    path = folder / "bot.toml"
+    for problem in (f"{path}: key 'name': expected 1 to 64 characters", "got nothing (the key is missing)",
+                    f"{path}: key 'command': expected a command line",
+                    f"{path}: key 'protocol': expected \"zmq\" or \"stdio\", got 'tcp'",
+                    f"{path}: key 'build': expected a shell command (a string), got 3",
+                    f"{path}: key 'language': expected one of the keys (name, command, protocol, build, "
+                    "description), got an unknown key"):
         assert problem in out, out
     assert "5 problem(s)" in out and "got None" not in out, out
 

@@ -254,7 +254,9 @@ def test_user_component_files_are_validated(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(broken))
     proc = arena("random-games", "3", "--game", "stack-n-stuff", "--components", str(bad), "--out", str(out))
-    assert proc.returncode == 1 and "missing key 'time_board'" in proc.stderr
+    assert proc.returncode == 1
+    assert proc.stderr == (f"Error: {bad}: key 'time_board': expected an object with final_space, "
+                           "income_spaces and box_spaces, got nothing (the key is missing)\n")
     assert "Traceback" not in proc.stderr
     shipped["stack_tiles"][0]["shape"] = ["#x"]
     bad.write_text(json.dumps(shipped))

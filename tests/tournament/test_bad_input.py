@@ -29,7 +29,7 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                                 "concurrency": 1, "sandbox": "none"})
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
-        for spec in list(iter_schedule(config))[:3]:
+        for spec in list(iter_schedule(config.plan))[:3]:
             store.store_game(spec, record_for(spec), 0.5)
     return root / "results", root / "bots"
 
@@ -148,8 +148,8 @@ def test_an_emptied_database_never_costs_the_games_in_games_jsonl(tmp_path: Path
 @pytest.mark.parametrize(("args", "message"), [
     (["--games", "1000000000000"], "key 'games': expected an integer from 2 to 10,000,000, got "
                                    "1,000,000,000,000"),
-    (["--games", "4000000"], "key 'games': 4,000,000 games per pairing x 3 pairings = 12,000,000 games, "
-                             "more than the limit of 10,000,000 games in one tournament"),
+    (["--games", "4000000"], "key 'games': expected at most 10,000,000 games in one tournament, got "
+                             "4,000,000 games per pairing x 3 pairings = 12,000,000 games"),
 ])
 def test_counts_too_large_to_schedule_are_refused_before_anything_starts(tmp_path: Path, args: list[str],
                                                                          message: str) -> None:
@@ -165,7 +165,7 @@ def test_counts_too_large_to_schedule_are_refused_before_anything_starts(tmp_pat
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("games", 2 * 10**6, "key 'games': 2,000,000 games per pairing x 6 pairings = 12,000,000 games"),
+    ("games", 2 * 10**6, "got 2,000,000 games per pairing x 6 pairings = 12,000,000 games"),
     ("concurrency", 100_000, "key 'concurrency': expected an integer from 1 to 256, got 100,000"),
     ("per_move_ms", 10**11, "key 'per_move_ms': expected an integer from 1 to 86,400,000"),
     ("first_move_ms", 0, "key 'first_move_ms': expected an integer from 1 to 86,400,000, got 0"),
@@ -195,7 +195,7 @@ def test_the_largest_legal_schedule_starts_at_once(tmp_path: Path) -> None:
     for name in ("ant", "bee"):
         make_bot(tmp_path / "bots" / name)
     config: TournamentConfig = load_config(None, {"entrants": [tmp_path / "bots"], "games": 10_000_000})
-    assert schedule_size(config) == 10_000_000
-    games = iter_schedule(config, completed={"0000000-ant-vs-bee-p0"})
+    assert schedule_size(config.plan) == 10_000_000
+    games = iter_schedule(config.plan, completed={"0000000-ant-vs-bee-p0"})
     first, second = next(games), next(games)
     assert (first.index, first.game_id, second.index) == (1, "0000001-bee-vs-ant-p0", 2)

@@ -123,7 +123,8 @@ def test_unknown_time_control_key(tmp_path: Path, bots: Path) -> None:
 
 
 def test_unknown_override_key(bots: Path) -> None:
-    with pytest.raises(ConfigError, match="command line: unknown key 'rounds'"):
+    with pytest.raises(ConfigError,
+                       match=r"command line: key 'rounds': expected one of the keys \(name, .*\), got an"):
         load_config(None, {"entrants": [bots], "rounds": 2})
 
 
@@ -182,7 +183,8 @@ def test_folder_without_bot_toml(tmp_path: Path, bots: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ConfigError,
-                       match=r"command line: key 'entrants': .*empty: not a bot folder \(no bot.toml\)"):
+                       match=r"command line: key 'entrants': expected bot folders .*, got '.*empty': "
+                             r"not a bot folder \(no bot.toml\)"):
         load_config(None, {"entrants": [bots / "alpha", empty]})
     with pytest.raises(ConfigError, match="no such folder"):
         load_config(None, {"entrants": [bots / "alpha", tmp_path / "missing"]})
@@ -198,6 +200,16 @@ def test_broken_manifest_names_its_file(tmp_path: Path, bots: Path) -> None:
         load_config(None, {"entrants": [bots]})
 
 
+def test_entrants_manifests_are_read_by_the_one_manifest_parser(bots: Path) -> None:
+    """A tournament refuses a bot.toml that check-bot refuses (it once read only name and description)."""
+    (bots / "beta" / "bot.toml").write_text('name = "beta"\n')
+    with pytest.raises(ConfigError, match=r"beta/bot.toml: key 'command': expected a command line .*, got"):
+        load_config(None, {"entrants": [bots]})
+    (bots / "beta" / "bot.toml").write_text('name = "beta"\ncommand = "python bot.py"\nlanguage = "py"\n')
+    with pytest.raises(ConfigError, match=r"beta/bot.toml: key 'language': expected one of the keys"):
+        load_config(None, {"entrants": [bots]})
+
+
 def test_fewer_than_two_entrants(bots: Path) -> None:
     with pytest.raises(ConfigError, match="at least 2 entrants, got 1"):
         load_config(None, {"entrants": [bots / "alpha"]})
@@ -205,21 +217,25 @@ def test_fewer_than_two_entrants(bots: Path) -> None:
 
 def test_duplicate_entrant_names(tmp_path: Path, bots: Path) -> None:
     make_bot(tmp_path / "copy", name="alpha")
-    with pytest.raises(ConfigError, match=r"duplicate entrant name 'alpha'.*copy"):
+    with pytest.raises(ConfigError,
+                       match=r"expected entrants with unique names .*, got 'alpha' twice .*copy"):
         load_config(None, {"entrants": [bots, tmp_path / "copy"]})
-    with pytest.raises(ConfigError, match="duplicate entrant name 'beta'"):
+    with pytest.raises(ConfigError, match="got 'beta' twice"):
         load_config(None, {"entrants": [bots, bots / "beta"]})
 
 
 def test_gauntlet_needs_challengers_that_are_entrants(bots: Path) -> None:
-    with pytest.raises(ConfigError, match="a gauntlet needs 'challengers'"):
+    with pytest.raises(ConfigError, match="command line: key 'challengers': expected the entrant names .* "
+                                          "that play everyone else, as format is \"gauntlet\", got nothing"):
         load_config(None, {"entrants": [bots], "format": "gauntlet"})
-    with pytest.raises(ConfigError, match=r"key 'challengers': 'zeta' is not an entrant; entrants are alpha"):
+    with pytest.raises(ConfigError, match=r"key 'challengers': expected entrant names \(alpha, beta, gamma\)"
+                                          r", got 'zeta', which is not an entrant"):
         load_config(None, {"entrants": [bots], "format": "gauntlet", "challengers": ["zeta"]})
-    with pytest.raises(ConfigError, match="every entrant is a challenger"):
+    with pytest.raises(ConfigError, match="expected at least one entrant that is not a challenger"):
         load_config(None, {"entrants": [bots], "format": "gauntlet",
                            "challengers": ["alpha", "beta", "gamma"]})
-    with pytest.raises(ConfigError, match="only apply to format \"gauntlet\""):
+    with pytest.raises(ConfigError,
+                       match="key 'challengers': expected no challengers: they only apply to format"):
         load_config(None, {"entrants": [bots], "challengers": ["alpha"]})
 
 

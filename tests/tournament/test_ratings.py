@@ -12,7 +12,7 @@ from arena.engine.playout import random_game
 from arena.errors import ConfigError
 from arena.records import make_record, normal_result
 from arena.tournament.config import Entrant, TournamentConfig
-from arena.tournament.ratings import HISTORY_COLUMNS, TABLE_COLUMNS, rate, rating_history
+from arena.tournament.ratings import HISTORY_COLUMNS, TABLE_COLUMNS, OnlineRatings, rate, rating_history
 from arena.tournament.schedule import schedule
 from arena.tournament.sprt import SPRT, _gsprt_llr, expected_score, game_counts, pair_counts
 from arena.tournament.storage import ResultStore
@@ -50,6 +50,18 @@ def test_a_bot_that_always_wins_ranks_above_one_that_always_loses() -> None:
     assert table.iloc[2]["win_rate"] == 0.0
     assert table["conservative"].tolist() == pytest.approx((table["mu"] - 3 * table["sigma"]).tolist())
     assert table["conservative"].is_monotonic_decreasing
+
+
+def test_online_ratings_game_by_game_equal_the_table_and_name_its_leader() -> None:
+    frame = tournament(3)
+    online = OnlineRatings(["idle"])
+    assert online.leader() == ("idle", pytest.approx(0.0, abs=1e-9))  # mu 25 - 3 * 25/3
+    for seat0, seat1, winner in zip(frame["seat0"], frame["seat1"], frame["winner"], strict=True):
+        online.add_record({"players": [seat0, seat1], "result": {"winner": int(winner)}})
+    table = rate(frame, ["idle"]).set_index("name")
+    for name, rating in online.ratings.items():
+        assert (rating.mu, rating.sigma) == (table.loc[name, "mu"], table.loc[name, "sigma"])
+    assert online.leader() == ("strong", table.loc["strong", "conservative"])
 
 
 def test_no_draws_equal_scores_are_a_win_for_the_recorded_winner() -> None:
@@ -108,7 +120,7 @@ def test_rating_the_stored_games_of_a_results_folder(tmp_path: Path) -> None:
     config = TournamentConfig(name="t", entrants=tuple(Entrant(n, tmp_path / n) for n in ("x", "y", "z")),
                               games=2)
     with ResultStore(tmp_path / "res", create=True) as store:
-        for spec in schedule(config):
+        for spec in schedule(config.plan):
             initial, moves, final = random_game(spec.seed)
             record = make_record(initial, (spec.seat0, spec.seat1),
                                  [{"player": p, **m.to_json()} for p, m in moves], normal_result(final))

@@ -4,23 +4,39 @@ from __future__ import annotations
 
 import itertools
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from arena.tournament.config import Entrant, TournamentConfig
-from arena.tournament.schedule import GameSpec, pair_seed, pairings, schedule
+from arena.tournament.schedule import GameSpec, Plan, pair_seed, pairings, schedule
 
 NAMES = ("delta", "alpha", "charlie", "bravo")
 
 
 def config(games: int = 4, fmt: str = "round-robin", challengers: tuple[str, ...] = (),
-           seed: int = 1, names: tuple[str, ...] = NAMES) -> TournamentConfig:
-    # folders that do not exist: the schedule is pure and never looks at them
-    entrants = tuple(Entrant(n, Path("/nonexistent") / n) for n in names)
-    return TournamentConfig(name="t", entrants=entrants, format=fmt,  # type: ignore[arg-type]
-                            challengers=challengers, games=games, seed=seed)
+           seed: int = 1, names: tuple[str, ...] = NAMES) -> Plan:
+    """The plan of a tournament: plain values, no config, no files."""
+    return Plan(names, games, seed, challengers if fmt == "gauntlet" else ())
+
+
+def test_a_config_gives_its_plan() -> None:
+    # folders that do not exist: the schedule never looks at them
+    entrants = tuple(Entrant(n, Path("/nonexistent") / n) for n in NAMES)
+    gauntlet = TournamentConfig(name="t", entrants=entrants, format="gauntlet", challengers=("bravo",),
+                                games=4, seed=9)
+    assert gauntlet.plan == Plan(NAMES, 4, 9, ("bravo",))
+    assert TournamentConfig(name="t", entrants=entrants, games=6).plan == Plan(NAMES, 6, 1, ())
+
+
+def test_the_scheduler_imports_nothing_of_the_config_sandbox_or_manifests() -> None:
+    code = ("import sys, arena.tournament.schedule; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('arena'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.split() == ["arena", "arena.tournament", "arena.tournament.schedule"], loaded
 
 
 def check_pairs(specs: list[GameSpec]) -> None:

@@ -60,7 +60,7 @@ def jsonl_ids(folder: Path) -> list[str]:
 
 
 def test_store_and_read_back(config: TournamentConfig) -> None:
-    specs = schedule(config)
+    specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
         for spec in specs[:4]:
@@ -93,7 +93,7 @@ def test_store_and_read_back(config: TournamentConfig) -> None:
 
 
 def test_store_game_is_atomic(config: TournamentConfig) -> None:
-    spec = schedule(config)[0]
+    spec = schedule(config.plan)[0]
     with ResultStore(config.out, create=True) as store:
         # a failure in the middle of the transaction: after the game row, at the sixth move
         with sqlite3.connect(config.out / "tournament.db") as other:
@@ -112,7 +112,7 @@ def test_store_game_is_atomic(config: TournamentConfig) -> None:
 
 
 def test_records_that_do_not_match_are_refused(config: TournamentConfig) -> None:
-    first, second = schedule(config)[:2]
+    first, second = schedule(config.plan)[:2]
     with ResultStore(config.out, create=True) as store:
         with pytest.raises(RecordError, match="players"):
             store.store_game(first, record_for(second), 1.0)
@@ -130,7 +130,7 @@ def test_records_that_do_not_match_are_refused(config: TournamentConfig) -> None
 
 def test_kill_between_commit_and_append_is_repaired(config: TournamentConfig,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    specs = schedule(config)
+    specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as store:
         store.store_game(specs[0], record_for(specs[0]), 1.0)
 
@@ -149,7 +149,7 @@ def test_kill_between_commit_and_append_is_repaired(config: TournamentConfig,
 
 
 def test_partial_last_line_is_repaired(config: TournamentConfig) -> None:
-    specs = schedule(config)
+    specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as store:
         for spec in reversed(specs[:3]):  # completion order differs from schedule order
             store.store_game(spec, record_for(spec), 1.0)
@@ -163,7 +163,7 @@ def test_partial_last_line_is_repaired(config: TournamentConfig) -> None:
 
 
 def test_jsonl_with_a_game_the_database_lacks_is_rewritten(config: TournamentConfig) -> None:
-    specs = schedule(config)
+    specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as store:
         store.store_game(specs[0], record_for(specs[0]), 1.0)
     with (config.out / "games.jsonl").open("a") as handle:
@@ -173,7 +173,7 @@ def test_jsonl_with_a_game_the_database_lacks_is_rewritten(config: TournamentCon
 
 
 def test_consistent_jsonl_is_left_alone(config: TournamentConfig) -> None:
-    specs = schedule(config)
+    specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as store:
         for spec in (specs[2], specs[0]):
             store.store_game(spec, record_for(spec), 1.0)
@@ -185,14 +185,14 @@ def test_consistent_jsonl_is_left_alone(config: TournamentConfig) -> None:
 
 def test_resume_plays_the_rest_and_equals_an_uninterrupted_run(config: TournamentConfig,
                                                                tmp_path: Path) -> None:
-    specs = schedule(config)
+    specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
         for spec in specs[:3]:
             store.store_game(spec, record_for(spec), 1.0)
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
-        rest = schedule(config, completed=store.completed_ids())
+        rest = schedule(config.plan, completed=store.completed_ids())
         assert rest == specs[3:]
         for spec in reversed(rest):
             store.store_game(spec, record_for(spec), 1.0)
@@ -251,7 +251,7 @@ def test_not_a_results_folder(tmp_path: Path, setup: str) -> None:
 
 
 def test_one_writer_many_readers(config: TournamentConfig) -> None:
-    specs = schedule(config)
+    specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as writer:
         writer.store_game(specs[0], record_for(specs[0]), 1.0)
         with pytest.raises(ConfigError, match="another process is writing"):

@@ -1,0 +1,166 @@
+"""JSON Schemas of the files users write, and the one checker that reports on them.
+
+``tournament.json`` (the tournament config, TOML), ``manifest.json`` (a bot's ``bot.toml``)
+and ``components.json`` (a Stack'n Stuff component file, JSON) ship in this package. Every
+problem they find reads ``FILE: key 'a.b': expected WHAT, got WHAT`` on one line: WHAT is
+the ``description`` of the failing part of the schema, or is derived from its type, range
+or choices. Rules a schema cannot express (games per pairing even, challengers that are
+entrants, tile ids 0..n-1, ...) stay as a few lines of code beside each loader, and use
+:func:`problem` and :func:`got` for the same style.
+
+A bot's name is checked by :func:`arena.untrusted.is_valid_name` (the schema's
+``"format": "bot-name"``): untrusted.py stays the one validator of bot names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any
+
+from arena.errors import ConfigError
+from arena.untrusted import NAME_RULE, is_valid_name, shown
+
+KINDS = ("tournament", "manifest", "components")
+MISSING = "nothing (the key is missing)"
+
+if TYPE_CHECKING:
+    from jsonschema import FormatChecker
+    from jsonschema.exceptions import ValidationError
+
+_FORMAT_TEXT = {"bot-name": NAME_RULE}
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
+_TYPE_TEXT = {"string": "a string", "boolean": "true or false", "array": "a list", "number": "a number",
+              "null": "null"}
+
+
+@cache
+def load_schema(kind: str) -> dict[str, Any]:
+    """The shipped schema ``kind`` (one of KINDS), parsed once."""
+    if kind not in KINDS:
+        raise ValueError(f"no schema {kind!r}: expected one of {', '.join(KINDS)}")
+    data: dict[str, Any] = json.loads(files("arena.schemas").joinpath(f"{kind}.json").read_text("utf-8"))
+    return data
+
+
+def problem(key: str, expected: str, got_text: str) -> str:
+    """One problem in the common style (without the file): ``key 'k': expected E, got G``."""
+    where = f"key '{key}': " if key else ""
+    return f"{where}expected {expected}, got {got_text}"
+
+
+def got(value: Any, table: str = "table") -> str:
+    """A value as an error message shows it: safe ASCII, cut short, with its kind where the
+    quoting does not say it (``table`` names a mapping: "table" in TOML, "object" in JSON)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        text = f"{value:,}"
+        return text if len(text) <= 40 else f"{text[:20]}... ({len(str(abs(value)))} digits)"
+    if isinstance(value, str):
+        return shown(value)
+    kind = {list: "a list", tuple: "a list", dict: f"a {table}", float: "a number"}.get(
+        type(value), type(value).__name__)
+    return f"{shown(value)} ({kind})"
+
+
+def problems(data: Any, schema: Mapping[str, Any], *, table: str = "table") -> list[str]:
+    """Every problem of ``data`` against ``schema``, in the common style, in schema order."""
+    from jsonschema import Draft202012Validator  # imported when a file is checked: `arena --help` stays quick
+
+    validator = Draft202012Validator(schema, format_checker=_formats())
+    found: list[str] = []
+    for error in validator.iter_errors(data):
+        for text in _explain(error, table):
+            if text not in found:
+                found.append(text)
+    return found
+
+
+def check(data: Any, schema: Mapping[str, Any] | str, source: str, *, table: str = "table") -> None:
+    """Raise ConfigError ``SOURCE: <the first problem>`` unless ``data`` matches ``schema``
+    (a schema, or the name of a shipped one)."""
+    found = problems(data, load_schema(schema) if isinstance(schema, str) else schema, table=table)
+    if found:
+        raise ConfigError(f"{source}: {found[0]}")
+
+
+def plain(value: Any) -> Any:
+    """A command-line value as a file would hold it: paths as strings, tuples as lists."""
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if hasattr(value, "__fspath__"):
+        return str(value)
+    return value
+
+
+@cache
+def _formats() -> FormatChecker:
+    """The formats our schemas use: ``bot-name`` is :func:`arena.untrusted.is_valid_name`."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker(formats=())
+    checker.checks("bot-name")(is_valid_name)
+    return checker
+
+
+def _key(path: Any) -> str:
+    text = ""
+    for part in path:
+        text = text + f"[{part}]" if isinstance(part, int) else _join(text, part)
+    return text
+
+
+def _join(key: str, name: Any) -> str:
+    """``key.name``, the name shown safely: a bot.toml's keys are bot-controlled text."""
+    if not (isinstance(name, str) and _PLAIN_KEY.fullmatch(name)):
+        name = ascii(str(name))[1:-1]
+        name = name if len(name) <= 60 else name[:57] + "..."
+    return f"{key}.{name}" if key else name
+
+
+def _explain(error: ValidationError, table: str) -> list[str]:
+    key = _key(error.absolute_path)
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    value = error.instance
+    if error.validator == "required":
+        props = schema.get("properties", {})
+        return [problem(_join(key, name), expected(props.get(name, {}), table), MISSING)
+                for name in schema["required"] if isinstance(value, Mapping) and name not in value]
+    if error.validator == "additionalProperties":
+        known = ", ".join(schema.get("properties", {}))
+        return [problem(_join(key, name), f"one of the keys ({known})", "an unknown key")
+                for name in value if name not in schema.get("properties", {})]
+    return [problem(key, expected(schema, table), got(value, table))]
+
+
+def expected(schema: Mapping[str, Any], table: str = "table") -> str:
+    """What a schema asks for, in words: its description, else from its format, choices,
+    type and range."""
+    if "description" in schema:
+        return str(schema["description"])
+    if "format" in schema and schema["format"] in _FORMAT_TEXT:
+        return _FORMAT_TEXT[schema["format"]]
+    if "enum" in schema:
+        choices = [json.dumps(c) for c in schema["enum"]]
+        return " or ".join(choices) if len(choices) == 2 else "one of " + ", ".join(choices)
+    kind = schema.get("type")
+    if kind == "integer":
+        low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+        if low > -math.inf and high < math.inf:
+            return f"an integer from {low:,} to {high:,}"
+        if low > -math.inf:
+            return f"an integer >= {low:,}"
+        return "an integer" if high == math.inf else f"an integer <= {high:,}"
+    if kind == "object":
+        return f"a {table}" if table[0] not in "aeiou" else f"an {table}"
+    return _TYPE_TEXT.get(str(kind), "a valid value")
+
+
+__all__ = ["KINDS", "MISSING", "check", "expected", "got", "load_schema", "plain", "problem", "problems"]
