@@ -37,10 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from arena.protocol.constants import PROTOCOL_VERSION  # light: nothing else is loaded
+
 if TYPE_CHECKING:  # imported in run(), after the hello: numpy takes seconds on a busy machine
     from arena.engine import GameState, Move
-
-PROTOCOL_VERSION = 1
 
 
 @dataclass(frozen=True)

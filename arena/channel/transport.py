@@ -54,10 +54,11 @@ from arena.errors import (
     ProtocolViolationError,
 )
 from arena.launch.process import BotProcess
+from arena.protocol.constants import MAX_MESSAGE_BYTES
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_BYTES = 1 << 20
+DEFAULT_MAX_BYTES = MAX_MESSAGE_BYTES
 DEFAULT_MAX_PENDING = 64
 DEFAULT_SEND_TIMEOUT_S = 5.0
 

@@ -36,6 +36,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from arena.protocol.constants import MAX_MESSAGE_BYTES  # light: the bridge loads no codec
+
 FRAME_HEADER = struct.Struct(">cI")
 MESSAGE = b"M"
 FOREIGN_IDENTITY = b"I"  # payload: the identity (first 64 bytes)
@@ -49,7 +51,6 @@ START_FAILED = b"S"  # payload: why the bot command could not be started
 KINDS = (MESSAGE, FOREIGN_IDENTITY, SECOND_CONNECTION, MULTIPART, OVERSIZE, DROPPED, UNREACHABLE,
          NOT_READING, START_FAILED)
 
-DEFAULT_MAX_BYTES = 1 << 20
 RCVHWM = 16  # messages per connection libzmq may hold for us
 _SNDHWM = 64  # messages to the bot it has not read yet
 _OUT_LIMIT_EXTRA = 1 << 16  # read the socket only while less than max_bytes + this is unsent
@@ -355,7 +356,7 @@ def _exit_like(status: int) -> None:
 
 
 def main(args: list[str]) -> None:
-    max_bytes = DEFAULT_MAX_BYTES
+    max_bytes = MAX_MESSAGE_BYTES
     bot_open_files: int | None = None
     if "--" not in args or args.index("--") == len(args) - 1:
         sys.stderr.write("usage: python -m arena.channel.zmq_bridge [--max-bytes N] [--bot-open-files N] "

@@ -42,16 +42,9 @@ from arena.errors import (
     ProtocolViolationError,
     SchemaViolationError,
 )
+from arena.protocol.constants import MAX_MESSAGE_BYTES, SUPPORTED_PROTOCOLS
 from arena.resources import protocol_schemas_dir
 from arena.untrusted import clean_strings, may_hold_surrogates
-
-PROTOCOL_VERSION = 1
-"""The protocol version this code speaks (see protocol/PROTOCOL.md, "Versioning")."""
-
-SUPPORTED_PROTOCOLS: tuple[int, ...] = (1,)
-
-MAX_MESSAGE_BYTES = 1 << 20
-"""Largest message a bot may send: 1 MiB of UTF-8, not counting the line terminator."""
 
 Sender = Literal["bot", "referee"]
 

@@ -12,7 +12,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from arena import __version__
 from arena.engine import GameState, Ruleset, Termination
-from arena.protocol.codec import PROTOCOL_VERSION
+from arena.protocol.constants import PROTOCOL_VERSION
 
 ERROR_MESSAGE_CHARS = 1000
 INFO_CHARS = 1000
