@@ -1,4 +1,4 @@
-"""Transports: one message interface, two implementations (ZeroMQ and stdio lines).
+"""Transports: one message interface, one receive loop, one inbox, two framings.
 
 A :class:`Channel` moves whole messages (JSON texts, no newline) between the referee
 and one bot, and turns every way a bot can misbehave at this level into an error:
@@ -10,10 +10,15 @@ and one bot, and turns every way a bot can misbehave at this level into an error
 * :class:`MalformedMessageError`: bytes that are not UTF-8, or a multipart zmq message;
 * :class:`BotStartError`: the bridge could not start the bot's command.
 
-``recv`` never blocks for longer than its timeout (``None`` means it ran out) and
-checks every ~50 ms whether the process is still alive, so a crash is reported at once
-rather than at the end of the bot's thinking time. Messages that arrived before a
-failure are still delivered first; the error comes once they are read.
+The pieces, each written once: an :class:`Inbox` holds what a bot sent and has not been
+read, messages and errors in arrival order (so messages that arrived before a failure are
+delivered first; the error comes once they are read), and turns too many into a flood; a
+framer cuts the bot's byte stream into that inbox, keeping at most ``max_bytes`` of a
+message (:class:`LineFramer` for stdio lines, :class:`BridgeFramer` for the bridge's
+frames); :class:`PipeChannel` is the receive loop over the bot's pipes. ``recv`` never
+blocks for longer than its timeout (``None`` means it ran out) and checks every ~50 ms
+whether the process is still alive, so a crash is reported at once rather than at the end
+of the bot's thinking time.
 
 ZeroMQ (:class:`BridgeChannel`): the referee owns no socket. A ZeroMQ bot runs under
 :mod:`arena.channel.zmq_bridge`, its top process inside its sandbox, which binds the bot's
@@ -23,7 +28,9 @@ length-prefixed frames on the way back (JSON may hold raw newlines). So all a bo
 connections, and what libzmq buffers for them, cost the bot's own uid, cgroup and
 rlimits; the referee pays a few pipe descriptors, a bounded queue and a bounded read per
 pump, whatever the bot does. The bridge's events (a foreign identity, a second
-connection, a dropped connection...) become the errors below.
+connection, a dropped connection...) become the errors below. (The bridge keeps its own
+small buffers: it runs in the bot's sandbox without this module, forwards, and never
+decides a flood or an oversize message on its own; the referee's inbox does.)
 
 stdio (:class:`StdioChannel`): one line per message on the bot's stdin/stdout pipes,
 read with non-blocking ``os.read`` calls and ``poll`` (no thread, no unbounded buffer:
@@ -101,6 +108,126 @@ class Channel(Protocol):
         ...
 
 
+class Inbox:
+    """What a bot sent that has not been read yet: messages and errors in arrival order.
+
+    Bounded: past ``max_pending`` unread items the bot is flooding, the queue is dropped and
+    :meth:`take` raises the flood from then on. An error is queued behind the messages that
+    came before it, so they are delivered first (a bot's last words before a crash)."""
+
+    def __init__(self, name: str, max_pending: int = DEFAULT_MAX_PENDING) -> None:
+        self.name = name
+        self.max_pending = max_pending
+        self.flooded = False
+        self._queue: deque[Item] = deque()
+
+    def __len__(self) -> int:
+        """Unread items (0 once flooded)."""
+        return len(self._queue)
+
+    def push(self, item: Item) -> None:
+        if self.flooded:
+            return
+        if len(self._queue) >= self.max_pending:
+            self.flooded = True
+            self._queue.clear()
+        else:
+            self._queue.append(item)
+
+    def take(self) -> str:
+        """The oldest message; raises the flood, or the oldest item when it is an error
+        (an :class:`_UnlessExited` is the caller's to resolve)."""
+        if self.flooded:
+            raise ProtocolViolationError(
+                f"bot {self.name}: a flood (more than {self.max_pending} unread messages)")
+        item = self._queue.popleft()
+        if isinstance(item, ArenaError):
+            raise item
+        return item
+
+
+class Framer(Protocol):
+    """Cuts a byte stream from the bot into messages and errors, pushed to an inbox; keeps
+    at most ``max_bytes`` of a message (a longer one is counted, never accumulated)."""
+
+    def feed(self, chunk: bytes) -> None:
+        """Take the next bytes of the stream."""
+        ...
+
+    def read_done(self) -> None:
+        """Everything available for now has been fed."""
+        ...
+
+    def at_eof(self) -> None:
+        """The stream ended."""
+        ...
+
+
+class LineFramer:
+    """One message per line (``\n``, an optional ``\r`` before it); blank lines are not
+    messages. An over-long line is reported as soon as it is seen to be too long."""
+
+    def __init__(self, inbox: Inbox, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.inbox = inbox
+        self.max_bytes = max_bytes
+        self.partial = bytearray()  # the current line, never more than max_bytes
+        self._discarding: int | None = None  # size so far of an over-long line being skipped
+        self._oversize_reported = False
+
+    def feed(self, chunk: bytes) -> None:
+        start = 0
+        limit = self.max_bytes
+        name = self.inbox.name
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                rest = len(chunk) - start
+                if self._discarding is not None:
+                    self._discarding += rest
+                elif len(self.partial) + rest > limit:
+                    self._discarding = len(self.partial) + rest
+                    self.partial = bytearray()
+                else:
+                    self.partial += chunk[start:]
+                return
+            if self._discarding is not None:
+                size = self._discarding + end - start
+                if not self._oversize_reported:
+                    self.inbox.push(_oversize(name, size, limit))
+                self._discarding = None
+                self._oversize_reported = False
+            elif self.partial:
+                if len(self.partial) + end - start > limit:
+                    self.inbox.push(_oversize(name, len(self.partial) + end - start, limit))
+                else:
+                    self.partial += chunk[start:end]
+                    self._line(bytes(self.partial))
+                self.partial = bytearray()
+            elif end - start > limit:
+                self.inbox.push(_oversize(name, end - start, limit))
+            else:
+                self._line(chunk[start:end])
+            start = end + 1
+
+    def read_done(self) -> None:
+        if self._discarding is not None and not self._oversize_reported:
+            # Report now rather than when (if ever) the newline comes.
+            self.inbox.push(_oversize(self.inbox.name, self._discarding, self.max_bytes,
+                                      complete=False))
+            self._oversize_reported = True
+
+    def at_eof(self) -> None:
+        if self.partial:
+            line, self.partial = bytes(self.partial), bytearray()
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line.strip():  # blank lines are not messages
+            self.inbox.push(_decode(self.inbox.name, line))
+
+
 def _decode(name: str, data: bytes) -> Item:
     try:
         return data.decode("utf-8")
@@ -130,22 +257,25 @@ def _ms(seconds: float) -> int:
     return max(0, math.ceil(seconds * 1000))
 
 
-# -- stdio ------------------------------------------------------------------------------
+# -- the pipes ------------------------------------------------------------------------------
 
 
-class StdioChannel:
-    """JSON lines over the stdin/stdout pipes of a process started with ``pipes=True``."""
+class PipeChannel:
+    """A bot process started with ``pipes=True``: lines to its stdin, its stdout cut into
+    messages by a :class:`Framer` into an :class:`Inbox`. The one receive loop of every
+    transport; :class:`StdioChannel` and :class:`BridgeChannel` choose the framing."""
 
     def __init__(self, process: BotProcess, *, name: str | None = None,
                  max_bytes: int = DEFAULT_MAX_BYTES, max_pending: int = DEFAULT_MAX_PENDING,
                  send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S) -> None:
         if process.stdin is None or process.stdout is None:
-            raise ValueError("StdioChannel needs a process started with pipes=True")
+            raise ValueError(f"{type(self).__name__} needs a process started with pipes=True")
         self._process = process
         self.name = name or f"pid-{process.pid}"
         self.max_bytes = max_bytes
-        self.max_pending = max_pending
         self.send_timeout_s = send_timeout_s
+        self.inbox = Inbox(self.name, max_pending)
+        self.framer = self._framer()
         self._in_fd = process.stdin.fileno()
         self._out_fd = process.stdout.fileno()
         os.set_blocking(self._in_fd, False)
@@ -158,13 +288,15 @@ class StdioChannel:
         self._out_inode = os.fstat(self._out_fd).st_ino
         self._seen_output = False
         self._next_pipe_check = 0.0
-        self._queue: deque[Item] = deque()
-        self._partial = bytearray()  # the current line, never more than max_bytes
-        self._discarding: int | None = None  # size so far of an over-long line being skipped
-        self._oversize_reported = False
-        self._flooded = False
         self._eof = False
         self._closed = False
+
+    def _framer(self) -> Framer:
+        raise NotImplementedError
+
+    @property
+    def max_pending(self) -> int:
+        return self.inbox.max_pending
 
     def send(self, text: str) -> None:
         """Write one line. Raises BotTerminatedError when the bot's stdin is closed,
@@ -196,23 +328,20 @@ class StdioChannel:
                 writable.poll(_ms(deadline - now))
 
     def recv(self, timeout_s: float) -> str | None:
-        """The next line, or None after ``timeout_s`` seconds (see the module docs)."""
+        """The next message, or None after ``timeout_s`` seconds (see the module docs)."""
         if self._closed:
             raise RuntimeError(f"the channel to bot {self.name} is closed")
-        if self._queue:  # the bot sent more than was asked for: look for a flood first
+        inbox = self.inbox
+        if inbox:  # the bot sent more than was asked for: look for a flood first
             self._read_available()
-            if not self._flooded:
-                return self._pop()
+            return self._take()
         now = time.monotonic()
         deadline = now + timeout_s
         next_check = now
         looked = False  # even recv(0) looks at the pipe once
         while True:
-            if self._flooded:
-                raise ProtocolViolationError(
-                    f"bot {self.name}: a flood (more than {self.max_pending} unread messages)")
-            if self._queue:
-                return self._pop()
+            if inbox or inbox.flooded:
+                return self._take()
             if self._eof:
                 raise self._output_closed()
             now = time.monotonic()
@@ -221,28 +350,22 @@ class StdioChannel:
                     # Deliver what it wrote before dying (a grandchild may keep the pipe
                     # open, so do not wait for EOF).
                     self._read_available()
-                    if self._queue and not self._flooded:
-                        return self._pop()
+                    if inbox:
+                        return self._take()
                     raise BotTerminatedError(f"bot {self.name}: {self._process.describe_exit()}")
                 next_check = now + _ALIVE_CHECK_S
                 if self._watch_pipe and self._seen_output and now >= self._next_pipe_check:
                     self._next_pipe_check = now + _OUTPUT_CHECK_S
                     if not self._process.holds_pipe(self._out_inode):
                         self._read_available()
-                        if self._queue and not self._flooded:
-                            return self._pop()
+                        if inbox:
+                            return self._take()
                         raise self._output_closed()
             if now >= deadline and looked:
                 return None
             if self._poll.poll(_ms(min(max(deadline - now, 0.0), _ALIVE_CHECK_S))):
                 self._read_available()
             looked = True
-
-    def partial_line(self) -> bytes:
-        """What the bot wrote after its last newline so far (a message it has not ended)."""
-        if not self._closed:
-            self._read_available()
-        return bytes(self._partial)
 
     def close(self) -> None:
         """Close the bot's stdin (it sees EOF) and stop reading (idempotent)."""
@@ -256,7 +379,7 @@ class StdioChannel:
                 except OSError:
                     pass
 
-    def __enter__(self) -> StdioChannel:
+    def __enter__(self) -> PipeChannel:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -264,32 +387,22 @@ class StdioChannel:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<StdioChannel {self.name}>"
+        return f"<{type(self).__name__} {self.name}>"
 
     # -- internals ------------------------------------------------------------------------
 
-    def _pop(self) -> str:
-        item = self._queue.popleft()
-        if isinstance(item, _UnlessExited):
+    def _take(self) -> str:
+        try:
+            return self.inbox.take()
+        except _UnlessExited as item:
             if _wait_exit(self._process, _EXIT_GRACE_S):
-                raise BotTerminatedError(f"bot {self.name}: {self._process.describe_exit()}")
-            raise item.error
-        if isinstance(item, ArenaError):
-            raise item
-        return item
-
-    def _push(self, item: Item) -> None:
-        if self._flooded:
-            return
-        if len(self._queue) >= self.max_pending:
-            self._flooded = True
-            self._queue.clear()
-        else:
-            self._queue.append(item)
+                raise BotTerminatedError(f"bot {self.name}: {self._process.describe_exit()}") from None
+            raise item.error from None
 
     def _read_available(self) -> None:
-        """Read what the pipe holds now (up to a budget) and split it into lines."""
+        """Read what the pipe holds now (up to a budget) and frame it."""
         total = 0
+        framer = self.framer
         while total < _READ_BUDGET and not self._eof:
             try:
                 chunk = os.read(self._out_fd, _READ_CHUNK)
@@ -299,60 +412,12 @@ class StdioChannel:
                 chunk = b""
             if not chunk:
                 self._eof = True
-                self._at_eof()
+                framer.at_eof()
                 break
             total += len(chunk)
             self._seen_output = True
-            self._feed(chunk)
-        if self._discarding is not None and not self._oversize_reported:
-            # Report now rather than when (if ever) the newline comes.
-            self._push(_oversize(self.name, self._discarding, self.max_bytes, complete=False))
-            self._oversize_reported = True
-
-    def _feed(self, chunk: bytes) -> None:
-        start = 0
-        limit = self.max_bytes
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                rest = len(chunk) - start
-                if self._discarding is not None:
-                    self._discarding += rest
-                elif len(self._partial) + rest > limit:
-                    self._discarding = len(self._partial) + rest
-                    self._partial = bytearray()
-                else:
-                    self._partial += chunk[start:]
-                return
-            if self._discarding is not None:
-                size = self._discarding + end - start
-                if not self._oversize_reported:
-                    self._push(_oversize(self.name, size, limit))
-                self._discarding = None
-                self._oversize_reported = False
-            elif self._partial:
-                if len(self._partial) + end - start > limit:
-                    self._push(_oversize(self.name, len(self._partial) + end - start, limit))
-                else:
-                    self._partial += chunk[start:end]
-                    self._line(bytes(self._partial))
-                self._partial = bytearray()
-            elif end - start > limit:
-                self._push(_oversize(self.name, end - start, limit))
-            else:
-                self._line(chunk[start:end])
-            start = end + 1
-
-    def _at_eof(self) -> None:
-        if self._partial:
-            line, self._partial = bytes(self._partial), bytearray()
-            self._line(line)
-
-    def _line(self, line: bytes) -> None:
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if line.strip():  # blank lines are not messages
-            self._push(_decode(self.name, line))
+            framer.feed(chunk)
+        framer.read_done()
 
     def _output_closed(self) -> BotTerminatedError:
         if _wait_exit(self._process, _EXIT_GRACE_S):
@@ -368,6 +433,20 @@ class StdioChannel:
             f"bot {self.name}: closed its input (stdin) while still running "
             f"(pid {self._process.pid})")
 
+
+class StdioChannel(PipeChannel):
+    """JSON lines over the stdin/stdout pipes of a process started with ``pipes=True``."""
+
+    framer: LineFramer
+
+    def _framer(self) -> LineFramer:
+        return LineFramer(self.inbox, self.max_bytes)
+
+    def partial_line(self) -> bytes:
+        """What the bot wrote after its last newline so far (a message it has not ended)."""
+        if not self._closed:
+            self._read_available()
+        return bytes(self.framer.partial)
 
 
 # -- ZeroMQ through the bridge -------------------------------------------------------------
@@ -390,28 +469,26 @@ def bridge_argv(argv: list[str], *, max_bytes: int = DEFAULT_MAX_BYTES,
             *limit, "--", *argv]
 
 
-class BridgeChannel(StdioChannel):
-    """A ZeroMQ bot, through its :mod:`~arena.channel.zmq_bridge` (started with
-    :func:`bridge_argv`): lines to it, kind + length + payload frames from it."""
+class BridgeFramer:
+    """The bridge's output (:mod:`~arena.channel.zmq_bridge`): kind + length + payload
+    frames, each a message or an event turned into its error."""
 
-    def __init__(self, process: BotProcess, *, name: str | None = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES, max_pending: int = DEFAULT_MAX_PENDING,
-                 send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S) -> None:
-        super().__init__(process, name=name, max_bytes=max_bytes, max_pending=max_pending,
-                         send_timeout_s=send_timeout_s)
+    def __init__(self, inbox: Inbox, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.inbox = inbox
+        self.max_bytes = max_bytes
         self._header = bytearray()
+        self._partial = bytearray()  # the payload being read, never more than its limit
         self._kind: bytes | None = None  # the frame being read, after its header
-        self._size = 0
         self._need = 0  # its payload bytes still to come
         self._skip = False  # too long: counted, not kept
 
-    def __repr__(self) -> str:
-        return f"<BridgeChannel {self.name}>"
+    def read_done(self) -> None:
+        pass
 
-    def _at_eof(self) -> None:
+    def at_eof(self) -> None:
         pass  # a frame cut short by the end of the output: the exit says what happened
 
-    def _feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes) -> None:
         pos, end = 0, len(chunk)
         header_size = zmq_bridge.FRAME_HEADER.size
         while pos < end:
@@ -427,12 +504,12 @@ class BridgeChannel(StdioChannel):
                         return
                     kind, size = zmq_bridge.FRAME_HEADER.unpack(self._header)
                     self._header.clear()
-                self._kind, self._size, self._need = kind, size, size
+                self._kind, self._need = kind, size
                 limit = self.max_bytes if kind == zmq_bridge.MESSAGE else _EVENT_MAX
                 self._skip = size > limit
                 if self._skip:
-                    self._push(_oversize(self.name, size, self.max_bytes) if kind == zmq_bridge.MESSAGE
-                               else self._junk(kind))
+                    self.inbox.push(_oversize(self.inbox.name, size, self.max_bytes)
+                                    if kind == zmq_bridge.MESSAGE else self._junk(kind))
                 if not self._need:
                     self._frame(kind, b"")
                 continue
@@ -456,10 +533,10 @@ class BridgeChannel(StdioChannel):
         if self._skip:
             self._skip = False
             return
-        self._push(self._event(kind, payload))
+        self.inbox.push(self._event(kind, payload))
 
     def _event(self, kind: bytes, payload: bytes) -> Item:
-        name = self.name
+        name = self.inbox.name
         if kind == zmq_bridge.MESSAGE:
             return _decode(name, payload)
         if kind == zmq_bridge.FOREIGN_IDENTITY:
@@ -497,5 +574,13 @@ class BridgeChannel(StdioChannel):
 
     def _junk(self, kind: bytes) -> MalformedMessageError:
         return MalformedMessageError(
-            f"bot {self.name}: junk on its bridge's output (a frame of kind {kind!r}); "
+            f"bot {self.inbox.name}: junk on its bridge's output (a frame of kind {kind!r}); "
             "something in the bot wrote to the bridge's pipe")
+
+
+class BridgeChannel(PipeChannel):
+    """A ZeroMQ bot, through its :mod:`~arena.channel.zmq_bridge` (started with
+    :func:`bridge_argv`): lines to it, kind + length + payload frames from it."""
+
+    def _framer(self) -> BridgeFramer:
+        return BridgeFramer(self.inbox, self.max_bytes)

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from arena.channel.transport import BridgeChannel, Channel, StdioChannel, bridge_argv
+from arena.channel.transport import (
+    BridgeChannel,
+    BridgeFramer,
+    Channel,
+    Inbox,
+    LineFramer,
+    StdioChannel,
+    bridge_argv,
+)
 from arena.errors import (
     BotTerminatedError,
     MalformedMessageError,
@@ -220,17 +228,65 @@ def test_killed_by_a_signal_is_reported_as_such(start: Start) -> None:
         channel.recv(5.0)
 
 
-def test_junk_on_the_bridge_pipe_is_malformed_never_a_crash(start: Start) -> None:
-    channel = StdioChannel(start("stdio_bot.py", "silent", pipes=True), name="junk")
-    bridge = BridgeChannel.__new__(BridgeChannel)
-    bridge.__dict__.update(channel.__dict__)
-    bridge._header, bridge._kind, bridge._size, bridge._need, bridge._skip = bytearray(), None, 0, 0, False
-    bridge._feed(b"Z\x00\x00\x00\x02hiM\x00\x00\x00\x02{}M\xff\xff\xff\xff")
+def test_junk_on_the_bridge_pipe_is_malformed_never_a_crash() -> None:
+    inbox = Inbox("junk")
+    BridgeFramer(inbox).feed(b"Z\x00\x00\x00\x02hiM\x00\x00\x00\x02{}M\xff\xff\xff\xff")
     with pytest.raises(MalformedMessageError, match="kind b'Z'"):
-        bridge._pop()
-    assert bridge._pop() == "{}"
+        inbox.take()
+    assert inbox.take() == "{}"
     with pytest.raises(OversizeMessageError, match="4294967295 bytes"):
-        bridge._pop()
+        inbox.take()
+
+
+# -- the inbox and the framers, without a process: the same code every channel reads through
+
+
+def test_inbox_delivers_messages_before_the_error_behind_them() -> None:
+    inbox = Inbox("b")
+    LineFramer(inbox).feed(b'{"a": 1}\n\xff\n{"b": 2}\r\n\n  \n')
+    assert len(inbox) == 3  # blank lines are not messages
+    assert inbox.take() == '{"a": 1}'
+    with pytest.raises(MalformedMessageError, match="not UTF-8"):
+        inbox.take()
+    assert inbox.take() == '{"b": 2}'
+
+
+def test_inbox_flood_drops_the_queue_and_stays_a_flood() -> None:
+    inbox = Inbox("b", max_pending=4)
+    framer = LineFramer(inbox)
+    framer.feed(b"{}\n" * 5)
+    assert inbox.flooded and len(inbox) == 0
+    framer.feed(b"{}\n")
+    for _ in range(2):
+        with pytest.raises(ProtocolViolationError, match="more than 4 unread messages"):
+            inbox.take()
+
+
+def test_line_framer_reports_an_over_long_line_before_its_end_and_only_once() -> None:
+    inbox = Inbox("b")
+    framer = LineFramer(inbox, max_bytes=10)
+    framer.feed(b"x" * 8)
+    framer.feed(b"x" * 8)  # never kept: counted
+    assert framer.partial == b""
+    framer.read_done()
+    with pytest.raises(OversizeMessageError, match="at least 16 bytes so far, over the 10-byte"):
+        inbox.take()
+    framer.feed(b"xx\n{}\n")
+    framer.read_done()
+    assert inbox.take() == "{}" and len(inbox) == 0
+    framer.feed(b"y" * 11 + b"\n")
+    with pytest.raises(OversizeMessageError, match="a message of 11 bytes"):
+        inbox.take()
+
+
+def test_line_framer_keeps_a_line_cut_across_reads_and_ends_it_at_eof() -> None:
+    inbox = Inbox("b")
+    framer = LineFramer(inbox)
+    for piece in (b'{"a"', b": 1}\n{", b'"b": 2}'):
+        framer.feed(piece)
+    assert inbox.take() == '{"a": 1}' and len(inbox) == 0
+    framer.at_eof()
+    assert inbox.take() == '{"b": 2}'
 
 
 def test_recv_timeout_returns_none(make_bot: Callable[[str], Channel]) -> None:
