@@ -10,17 +10,21 @@ Under a sandbox with a cgroup freezer a bot runs only on its turn: both are froz
 ``new_game`` is sent, the mover is thawed before its request is sent (its clock starts
 once the kernel has thawed it) and frozen again when its reply is in; between games they
 stay frozen (see :meth:`BotHandle.freeze`; pondering bots are never frozen).
+
+The referee depends on a :class:`Player`, not on a process: :class:`BotHandle` is the real
+one; the tests' scripted players (``tests/scripted.py``) run the failure cases in-process.
+Every message it sends is built by :mod:`arena.protocol.messages`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
-from arena.bots.session import BotHandle
 from arena.clock import DEFAULT_TIME_CONTROL, GameClock, TimeControl
 from arena.engine import GameState, Move, Ruleset, Termination
 from arena.errors import (
@@ -35,8 +39,8 @@ from arena.errors import (
     ProtocolViolationError,
     SchemaViolationError,
 )
+from arena.protocol import messages
 from arena.protocol.codec import encode_trusted as encode
-from arena.protocol.messages import components as wire_components
 from arena.records import make_record, utc_now
 from arena.untrusted import shown
 
@@ -45,7 +49,71 @@ log = logging.getLogger("arena.referee")
 MAX_STALE_REPLIES = 100  # stale replies tolerated during one request before it is a flood
 DETAIL_CAP = 2048  # characters of a recorded failure detail (its log tail is cut to fit)
 
-__all__ = ["DEFAULT_TIME_CONTROL", "GameResult", "MoveCallback", "TimeControl", "play_game"]
+__all__ = ["DEFAULT_TIME_CONTROL", "GameResult", "MoveCallback", "Player", "TimeControl", "play_game"]
+
+
+class Player(Protocol):
+    """What the referee needs of a bot (:class:`arena.bots.session.BotHandle` is one).
+
+    Every method that talks to the bot raises an :class:`~arena.errors.ArenaError` when
+    the bot misbehaves; the referee turns it into the game's result."""
+
+    name: str
+    broken: str | None  # why it can never start (a failed build), else None
+    stderr_log: Path  # named in a failure's detail
+
+    @property
+    def wants_legal_moves(self) -> bool:
+        """It asked for the legal moves in its hello."""
+        ...
+
+    @property
+    def last_decode_ns(self) -> int:
+        """Referee time spent decoding its last message."""
+        ...
+
+    def ensure_started(self) -> None:
+        """Start it and do the handshake, unless it is running."""
+        ...
+
+    def next_seq(self) -> int:
+        """The sequence number of its next request."""
+        ...
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Send a message built by :mod:`arena.protocol.messages`."""
+        ...
+
+    def send_text(self, text: str) -> None:
+        """Send a message already encoded."""
+        ...
+
+    def receive(self, timeout_s: float) -> dict[str, Any] | None:
+        """Its next message, decoded and schema-checked, or None after ``timeout_s``."""
+        ...
+
+    def freeze(self) -> None:
+        """Stop it computing off its turn (where it can be)."""
+        ...
+
+    def thaw(self) -> None:
+        """Let it run again."""
+        ...
+
+    def is_running(self) -> bool:
+        ...
+
+    def kill(self) -> None:
+        """End it now; its next :meth:`ensure_started` starts it afresh."""
+        ...
+
+    def hint(self, error: BaseException) -> str:
+        """What to change for a common mistake behind ``error``, or ""."""
+        ...
+
+    def log_tail(self) -> list[str]:
+        """The last lines of what its latest run wrote to its log."""
+        ...
 
 _REASONS: list[tuple[type[Exception], Termination]] = [
     (BotTimeoutError, Termination.TIMEOUT),
@@ -96,7 +164,7 @@ class _Forfeit(Exception):
         self.error = error
 
 
-def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "revised",
+def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised",
               first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
               game_id: str = "game", on_move: MoveCallback | None = None,
               clock: Callable[[], float] = time.monotonic, ruleset: Ruleset | None = None) -> GameResult:
@@ -108,7 +176,9 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
     state = GameState.new(seed, edition, first_player, ruleset=ruleset)
     initial = state.clone()
     players = (bots[0].name, bots[1].name)
-    components_table = wire_components(state.ruleset)
+    components_table = messages.components(state.ruleset)
+    tc_json = messages.time_control(time_control.per_move_ms, time_control.bank_ms,
+                                    time_control.first_move_ms)
     moves: list[dict[str, Any]] = []
     clocks = GameClock(time_control)
     overhead: list[int] = []
@@ -119,10 +189,8 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
         for seat in (0, 1):
             _start(bots[seat], seat)
         for seat in (0, 1):
-            _send(bots[seat], seat, {
-                "type": "new_game", "game_id": game_id, "seat": seat, "ruleset": state.ruleset.name,
-                "edition": state.ruleset.edition, "time_control": time_control.to_json(),
-                "players": list(players), "components": components_table})
+            _send(bots[seat], seat, messages.new_game(game_id, seat, state.ruleset, tc_json, players,
+                                                      components=components_table))
         for bot in bots:
             bot.freeze()  # a bot computes on its own turn only
         decode_ns = 0
@@ -130,13 +198,9 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
         while (mover := state.to_move()) is not None:
             bot = bots[mover]
             seq = bot.next_seq()
-            request: dict[str, Any] = {
-                "type": "move_request", "seq": seq, "game_id": game_id, "state": state.public_json(),
-                # per_move_ms is the limit of that seat's next move (larger for its first)
-                "clocks": clocks.to_json()}
-            if bot.wants_legal_moves:
-                cols = state.ruleset.cols
-                request["legal_moves"] = [m.to_json(cols) for m in state.legal_moves()]
+            # per_move_ms is the limit of that seat's next move (larger for its first)
+            request = messages.move_request(seq, game_id, state, clocks.to_json(),
+                                            legal_moves=bot.wants_legal_moves)
             limit_ms = clocks.limit_ms(mover)
             bank_ms = clocks.bank_ms(mover)
             text = encode(request)
@@ -194,8 +258,9 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
         if seat != loser and bots[seat].is_running():
             try:
                 # The first line only: the loser's log tail is not for its opponent to read.
-                _send(bots[seat], seat, {"type": "game_over", "game_id": game_id, "result": {
-                    **result, "loser": loser, "detail": detail.split("\n", 1)[0]}})
+                _send(bots[seat], seat, messages.game_over(
+                    game_id, scores=result["scores"], winner=winner, reason=termination,
+                    loser=loser, detail=detail.split("\n", 1)[0]))
             except _Forfeit as late:  # the game is decided; a bot dying now is only logged
                 log.info("game %s: %s failed after the game: %s", game_id, players[seat], late)
                 bots[seat].kill()
@@ -208,12 +273,12 @@ def play_game(bots: tuple[BotHandle, BotHandle], *, seed: int, edition: str = "r
                       time.perf_counter() - wall_start, stale, freeze_ns)
 
 
-def _tell_offender(bot: BotHandle, termination: Termination, detail: str) -> None:
+def _tell_offender(bot: Player, termination: Termination, detail: str) -> None:
     """Best effort: tell a bot at fault what it did (PROTOCOL.md, "How a game ends")."""
     if termination in (Termination.CRASH, Termination.START_FAILURE) or not bot.is_running():
         return
     try:
-        bot.send({"type": "error", "message": f"{termination.value}: {detail.split(chr(10), 1)[0]}"[:1000]})
+        bot.send(messages.error(f"{termination.value}: {detail.split(chr(10), 1)[0]}"))
     except ArenaError:
         pass
 
@@ -223,7 +288,7 @@ def _too_slow(name: str, used_ms: float, limit_ms: int, bank_ms: float) -> str:
             f"{bank_ms:.0f} ms left in its bank ({limit_ms + bank_ms:.0f} ms in all)")
 
 
-def failure_detail(bot: BotHandle, error: Exception, termination: Termination) -> str:
+def failure_detail(bot: Player, error: Exception, termination: Termination) -> str:
     """The recorded reason: the error, a hint when it is a common mistake, and for a start
     failure or a crash the last lines of the bot's log (what it printed before it died),
     all within DETAIL_CAP characters; the first line stands alone."""
@@ -244,25 +309,25 @@ def failure_detail(bot: BotHandle, error: Exception, termination: Termination) -
             + "".join(f"\n  {line}" for line in tail))
 
 
-def _start(bot: BotHandle, seat: int) -> None:
+def _start(bot: Player, seat: int) -> None:
     try:
         bot.ensure_started()
     except ArenaError as exc:
         raise _Forfeit(seat, exc) from None
 
 
-def _send(bot: BotHandle, seat: int, message: dict[str, Any]) -> None:
+def _send(bot: Player, seat: int, message: Mapping[str, Any]) -> None:
     _send_text(bot, seat, encode(message))
 
 
-def _send_text(bot: BotHandle, seat: int, text: str) -> None:
+def _send_text(bot: Player, seat: int, text: str) -> None:
     try:
         bot.send_text(text)
     except ArenaError as exc:
         raise _Forfeit(seat, exc) from None
 
 
-def _await_move(bot: BotHandle, seat: int, seq: int, sent: float, limit_ms: int, bank_ms: float,
+def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, bank_ms: float,
                 clock: Callable[[], float]) -> tuple[dict[str, Any], int]:
     """Wait for the move answering ``seq``; stale replies are dropped and counted."""
     deadline = sent + (limit_ms + bank_ms) / 1000.0

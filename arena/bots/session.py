@@ -13,21 +13,22 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena import __version__
 from arena.bots.manifest import Manifest
+from arena.channel.session import BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError, BotTerminatedError, MalformedMessageError
 from arena.launch.bubblewrap import SANDBOX_TMP, Sandbox
 from arena.launch.process import BotProcess, ResourceLimits
-from arena.protocol.codec import decode, encode
+from arena.protocol import messages
+from arena.protocol.codec import encode_trusted
 from arena.untrusted import file_name, inside
 
 log = logging.getLogger("arena.wire")
 
-PROTOCOL_VERSION = 1
 START_TIMEOUT_S = 20.0  # wall clock: a Python bot on a loaded machine under a one-core quota can take seconds
 # A bot that has not said hello at this many starts in a row (each waiting START_TIMEOUT_S)
 # is not started again by this handle: its remaining games are start failures at once.
@@ -49,10 +50,12 @@ _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 
 
 class BotHandle:
-    """One bot process speaking the protocol over ZeroMQ or stdio.
+    """One bot process speaking the protocol over ZeroMQ or stdio: a
+    :class:`~arena.referee.Player`.
 
     A ZeroMQ bot runs under its bridge (:mod:`arena.channel.zmq_bridge`), which owns the
-    bot's socket inside its sandbox; the referee speaks to every bot over pipes.
+    bot's socket inside its sandbox; the referee speaks to every bot over pipes. The
+    protocol itself (handshake, request numbers, messages) is its :class:`BotSession`.
     """
 
     def __init__(self, manifest: Manifest, *, log_dir: Path,
@@ -64,34 +67,36 @@ class BotHandle:
         self._limits = limits or ResourceLimits()
         self.sandbox = sandbox  # None: level none
         self.pondering = pondering  # True: never frozen between moves (see freeze)
-        self._unread = 0  # bytes sent since the bot last answered a move request
         self._start_timeout_s = start_timeout_s
         self.stderr_log = inside(log_dir, f"{file_name(self.name)}.stderr.log")
         self.process: BotProcess | None = None
         self.channel: Channel | None = None
+        self.session: BotSession | None = None  # kept after a kill: its seq carries on
         self.hello: dict[str, Any] = {}
         self.starts = 0
         self.recycled = 0  # restarts between games because the CPU limit drew near
         self.markers: list[str] = []  # the process-tree marker of every process started
         self.cgroups: list[Path] = []  # and the cgroup folders of every sandboxed one
         self._workdir: Path | None = None
-        self.last_decode_ns = 0  # referee overhead spent decoding the last message
         self.broken: str | None = None  # set when the bot cannot be built: never started
         self._silent_starts = 0  # starts in a row without a hello (see MAX_SILENT_STARTS)
-        self._seq = 0  # request numbers grow across games and restarts, never reused
         self._no_hello = False  # the last start ended without a hello (see hint)
         self.exited_on_its_own: list[str] = []  # how it exited, each time it left between games
-        self._bad_text = ""  # the last message that was not JSON (see hint)
         self._log_start = 0  # where the latest run's lines begin in stderr_log
 
     def next_seq(self) -> int:
         """The sequence number of the next request to this bot."""
-        self._seq += 1
-        return self._seq
+        assert self.session is not None
+        return self.session.next_seq()
 
     @property
     def wants_legal_moves(self) -> bool:
-        return bool(self.hello.get("capabilities", {}).get("legal_moves"))
+        return self.session is not None and self.session.wants_legal_moves
+
+    @property
+    def last_decode_ns(self) -> int:
+        """Referee time spent decoding the bot's last message."""
+        return self.session.last_decode_ns if self.session is not None else 0
 
     def is_running(self) -> bool:
         return self.process is not None and self.process.is_alive()
@@ -146,8 +151,10 @@ class BotHandle:
             self.cgroups.extend(sorted(set(self.process.cgroup.folders.values())))
         channel = StdioChannel if stdio else BridgeChannel
         self.channel = channel(self.process, name=self.name)
+        self.session = BotSession(self.channel, self.name,
+                                  seq=self.session.seq if self.session is not None else 0)
         self._no_hello = False
-        hello = self.receive(self._start_timeout_s)
+        hello = self.session.receive(self._start_timeout_s)
         if hello is None:
             self._no_hello = True
             self._silent_starts += 1
@@ -157,15 +164,7 @@ class BotHandle:
                                "lost without starting it again")
             raise BotStartError(error)
         self._silent_starts = 0
-        if hello["type"] != "hello":
-            raise BotStartError(f"bot {self.name}: the first message must be hello, got {hello['type']}")
-        if hello["protocol"] != PROTOCOL_VERSION:
-            raise BotStartError(f"bot {self.name}: speaks protocol {hello['protocol']}, "
-                                f"the referee speaks {PROTOCOL_VERSION}")
-        self.hello = hello
-        self._unread = 0
-        self.send({"type": "welcome", "protocol": PROTOCOL_VERSION,
-                   "referee": f"patchwork-arena {__version__}"})
+        self.hello = self.session.accept(hello)
 
     @property
     def frozen(self) -> bool:
@@ -176,7 +175,8 @@ class BotHandle:
         nothing off its turn. A no-op when pondering, without a freezer (level none, or no
         usable cgroup freezer on the host), and while the bot has more unread input than
         a frozen bot may hold (it then stays thawed to read it)."""
-        if self.pondering or self.process is None or self._unread > FROZEN_UNREAD_BYTES:
+        unread = self.session.unread if self.session is not None else 0
+        if self.pondering or self.process is None or unread > FROZEN_UNREAD_BYTES:
             return
         self.process.freeze()
 
@@ -185,42 +185,26 @@ class BotHandle:
         if self.process is not None:
             self.process.thaw()
 
-    def send(self, message: dict[str, Any]) -> None:
-        self.send_text(encode(message))
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Send a message built by :mod:`arena.protocol.messages`."""
+        self.send_text(encode_trusted(message))
 
     def send_text(self, text: str) -> None:
         """Send an already encoded message (the referee encodes once, measures the cost).
 
         Sends to a frozen bot wait in its pipe or socket; a frozen bot with too much
         unread input is thawed first, so that a send never waits on it."""
-        assert self.channel is not None
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s << %s", self.name, text[:500])
-        self._unread += len(text) + 1
-        if self._unread > FROZEN_UNREAD_BYTES and self.frozen:
-            log.info("bot %s: thawed to read %d bytes of unread messages", self.name, self._unread)
+        assert self.session is not None
+        unread = self.session.unread + len(text) + 1
+        if unread > FROZEN_UNREAD_BYTES and self.frozen:
+            log.info("bot %s: thawed to read %d bytes of unread messages", self.name, unread)
             self.thaw()
-        self.channel.send(text)
+        self.session.send_text(text)
 
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
         """The next message, decoded and schema-checked, or None on timeout."""
-        assert self.channel is not None
-        text = self.channel.recv(max(timeout_s, 0.0))
-        if text is None:
-            return None
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s >> %s", self.name, text[:500])
-        t0 = time.perf_counter_ns()
-        try:
-            message = decode(text, sender="bot")
-        except MalformedMessageError:
-            self._bad_text = text[:200]
-            raise
-        finally:
-            self.last_decode_ns = time.perf_counter_ns() - t0
-        if message["type"] == "move" and message["seq"] == self._seq:
-            self._unread = 0  # it read the latest request, so everything sent before it
-        return message
+        assert self.session is not None
+        return self.session.receive(timeout_s)
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
@@ -267,7 +251,8 @@ class BotHandle:
         if exited_0 and self.hello:
             return ("it exited by itself: a bot must play many games, one after another, until "
                     "the referee sends shutdown")
-        if isinstance(error, MalformedMessageError) and stdio and self._bad_text.lstrip()[:1] in ("{", "["):
+        bad_text = self.session.bad_text if self.session is not None else ""
+        if isinstance(error, MalformedMessageError) and stdio and bad_text.lstrip()[:1] in ("{", "["):
             return ("one message per line: write each message as one line of JSON (no "
                     "pretty-printing, no newlines inside a message)")
         return ""
@@ -292,7 +277,7 @@ class BotHandle:
         if self.is_running() and self.channel is not None:
             try:
                 self.thaw()  # a frozen bot cannot read its shutdown, nor exit
-                self.send({"type": "shutdown"})
+                self.send(messages.shutdown())
                 deadline = time.monotonic() + 0.5
                 while self.is_running() and time.monotonic() < deadline:
                     time.sleep(0.01)

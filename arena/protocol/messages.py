@@ -231,13 +231,19 @@ def components(ruleset: Ruleset) -> ComponentsJSON:
     }
 
 
+_components = components  # for new_game, whose parameter has the same name
+
+
 def time_control(per_move_ms: float, bank_ms: float, first_move_ms: float) -> TimeControlJSON:
     return {"per_move_ms": _ms(per_move_ms), "bank_ms": _ms(bank_ms),
             "first_move_ms": _ms(first_move_ms)}
 
 
 def new_game(game_id: str, seat: int, ruleset: Ruleset, time_control: TimeControlJSON,
-             players: Sequence[str]) -> NewGameMessage:
+             players: Sequence[str], *, components: ComponentsJSON | None = None) -> NewGameMessage:
+    """``components``: the ruleset's table when already built (the referee builds it once
+    per game, for both seats)."""
+    table = _components(ruleset) if components is None else components
     return {
         "type": "new_game",
         "game_id": game_id,
@@ -248,7 +254,7 @@ def new_game(game_id: str, seat: int, ruleset: Ruleset, time_control: TimeContro
                          "bank_ms": time_control["bank_ms"],
                          "first_move_ms": time_control["first_move_ms"]},
         "players": list(players),
-        "components": components(ruleset),
+        "components": table,
     }
 
 
@@ -259,7 +265,7 @@ def clock(bank_ms: float, per_move_ms: float) -> ClockJSON:
 
 
 def move_request(seq: int, game_id: str, state: GameState | Mapping[str, Any],
-                 clocks: Sequence[ClockJSON], *,
+                 clocks: Sequence[ClockJSON] | Sequence[Mapping[str, Any]], *,
                  legal_moves: bool = False) -> MoveRequestMessage:
     """A request for the seat to move in ``state``; ``legal_moves=True`` if the bot asked
     for them in its hello (needs a GameState, not its JSON)."""
