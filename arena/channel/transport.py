@@ -73,7 +73,7 @@ _ALIVE_CHECK_S = 0.05  # how often a waiting recv looks at the process
 _OUTPUT_CHECK_S = 0.25  # how often it looks whether a sandboxed stdio bot still holds its stdout
 _EXIT_GRACE_S = 0.5  # after EOF / a dropped connection: time for the exit status to show
 _FLUSH_GRACE_S = 0.2  # after the process died: time for its last bytes to reach us
-_READ_CHUNK = 1 << 18
+_READ_CHUNK = 1 << 16  # a pipe's capacity; under the mmap threshold, so the buffer comes from the heap
 _READ_BUDGET = 8 << 20  # stdio bytes read per pump
 _EVENT_MAX = 4096  # a bridge event's payload is short; a longer one is junk
 
@@ -417,6 +417,8 @@ class PipeChannel:
             total += len(chunk)
             self._seen_output = True
             framer.feed(chunk)
+            if len(chunk) < _READ_CHUNK:
+                break  # a pipe read returns all the pipe holds (up to the size asked): it is empty
         framer.read_done()
 
     def _output_closed(self) -> BotTerminatedError:
