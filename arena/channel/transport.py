@@ -337,35 +337,41 @@ class PipeChannel:
             return self._take()
         now = time.monotonic()
         deadline = now + timeout_s
-        next_check = now
+        next_check = now + _ALIVE_CHECK_S  # a reply usually comes first: look at the pipe first
         looked = False  # even recv(0) looks at the pipe once
         while True:
             if inbox or inbox.flooded:
                 return self._take()
             if self._eof:
                 raise self._output_closed()
-            now = time.monotonic()
-            if now >= next_check:
-                if not self._process.is_alive():
-                    # Deliver what it wrote before dying (a grandchild may keep the pipe
-                    # open, so do not wait for EOF).
-                    self._read_available()
-                    if inbox:
-                        return self._take()
-                    raise BotTerminatedError(f"bot {self.name}: {self._process.describe_exit()}")
+            if looked and (now >= next_check or now >= deadline):
+                message = self._check_process(now)  # raises if the bot is gone
+                if message is not None:
+                    return message
                 next_check = now + _ALIVE_CHECK_S
-                if self._watch_pipe and self._seen_output and now >= self._next_pipe_check:
-                    self._next_pipe_check = now + _OUTPUT_CHECK_S
-                    if not self._process.holds_pipe(self._out_inode):
-                        self._read_available()
-                        if inbox:
-                            return self._take()
-                        raise self._output_closed()
-            if now >= deadline and looked:
-                return None
-            if self._poll.poll(_ms(min(max(deadline - now, 0.0), _ALIVE_CHECK_S))):
+                if now >= deadline:
+                    return None
+            if self._poll.poll(_ms(min(max(deadline - now, 0.0), next_check - now))):
                 self._read_available()
             looked = True
+            now = time.monotonic()
+
+    def _check_process(self, now: float) -> str | None:
+        """Raise if the bot has exited or closed its output; a message it wrote before
+        that is returned first (a grandchild may keep the pipe open: no waiting for EOF)."""
+        if not self._process.is_alive():
+            self._read_available()
+            if self.inbox:
+                return self._take()
+            raise BotTerminatedError(f"bot {self.name}: {self._process.describe_exit()}")
+        if self._watch_pipe and self._seen_output and now >= self._next_pipe_check:
+            self._next_pipe_check = now + _OUTPUT_CHECK_S
+            if not self._process.holds_pipe(self._out_inode):
+                self._read_available()
+                if self.inbox:
+                    return self._take()
+                raise self._output_closed()
+        return None
 
     def close(self) -> None:
         """Close the bot's stdin (it sees EOF) and stop reading (idempotent)."""
