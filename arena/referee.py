@@ -198,11 +198,11 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
         while (mover := state.to_move()) is not None:
             bot = bots[mover]
             seq = bot.next_seq()
+            limit_ms = clocks.limit_ms(mover)
+            bank_ms = clocks.bank_ms(mover)
             # per_move_ms is the limit of that seat's next move (larger for its first)
             request = messages.move_request(seq, game_id, state, clocks.to_json(),
                                             legal_moves=bot.wants_legal_moves)
-            limit_ms = clocks.limit_ms(mover)
-            bank_ms = clocks.bank_ms(mover)
             text = encode(request)
             t_thaw = time.perf_counter_ns()
             bot.thaw()

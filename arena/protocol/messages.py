@@ -265,17 +265,19 @@ def clock(bank_ms: float, per_move_ms: float) -> ClockJSON:
 
 
 def move_request(seq: int, game_id: str, state: GameState | Mapping[str, Any],
-                 clocks: Sequence[ClockJSON] | Sequence[Mapping[str, Any]], *,
+                 clocks: Sequence[ClockJSON] | Sequence[Mapping[str, int]], *,
                  legal_moves: bool = False) -> MoveRequestMessage:
-    """A request for the seat to move in ``state``; ``legal_moves=True`` if the bot asked
-    for them in its hello (needs a GameState, not its JSON)."""
+    """A request for the seat to move in ``state``, with both seats' clocks in whole ms
+    (:func:`clock`, or :meth:`arena.clock.GameClock.to_json`; taken as they are, this is
+    on every move); ``legal_moves=True`` if the bot asked for them in its hello (needs a
+    GameState, not its JSON)."""
     state_json = state.public_json() if isinstance(state, GameState) else state
     msg: MoveRequestMessage = {
         "type": "move_request",
         "seq": seq,
         "game_id": game_id,
         "state": state_json,  # type: ignore[typeddict-item]
-        "clocks": [clock(c["bank_ms"], c["per_move_ms"]) for c in clocks],
+        "clocks": list(clocks),  # type: ignore[arg-type]
     }
     if legal_moves:
         if not isinstance(state, GameState):
