@@ -91,7 +91,8 @@ class BotHandle:
 
     @property
     def wants_legal_moves(self) -> bool:
-        return self.session is not None and self.session.wants_legal_moves
+        """Its running process asked for the legal moves in its hello."""
+        return bool(self.hello) and self.session is not None and self.session.wants_legal_moves
 
     @property
     def last_decode_ns(self) -> int:
