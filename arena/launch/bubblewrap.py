@@ -54,7 +54,6 @@ from arena.launch.cgroup import BotCgroup, detect
 from arena.launch.process import ResourceLimits
 from arena.resources import sample_bots_dir
 
-LEVELS = ("none", "strict")
 UID_BASE = 60000
 MAX_UIDS = 1000  # bots sandboxed at once on one machine
 SANDBOX_TMP = "/tmp"  # HOME and TMPDIR inside the sandbox
@@ -422,5 +421,5 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-__all__ = ["BOT_ACCOUNT", "LEVELS", "SANDBOX_TMP", "UID_BASE", "Sandbox", "SandboxLimits", "UidClaim",
+__all__ = ["BOT_ACCOUNT", "SANDBOX_TMP", "UID_BASE", "Sandbox", "SandboxLimits", "UidClaim",
            "check_strict_available", "runtime_paths"]

@@ -29,7 +29,7 @@ from typing import Any
 from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool, build_all
 from arena.errors import ArenaError
-from arena.launch.bubblewrap import Sandbox, check_strict_available
+from arena.launch.launcher import Launcher
 from arena.tournament.config import Entrant, TournamentConfig
 from arena.tournament.runner import Finished, play_spec
 from arena.tournament.schedule import GameSpec
@@ -73,10 +73,13 @@ def bundle_hash(data: bytes) -> str:
 class DaskExecutor:
     """Plays games as Dask tasks on the cluster whose scheduler is at ``address``."""
 
-    def __init__(self, config: TournamentConfig, address: str, *, timeout_s: float = 15.0) -> None:
+    def __init__(self, config: TournamentConfig, address: str, *, launcher: Launcher | None = None,
+                 timeout_s: float = 15.0) -> None:
         from distributed import Client
 
         self.config = config
+        # Pickled with every task; each worker makes its sandbox's resources itself.
+        self.launcher = launcher or Launcher.for_level(config.sandbox)
         try:
             self.client = Client(address, timeout=timeout_s)
         except (OSError, TimeoutError, ValueError) as exc:
@@ -95,7 +98,7 @@ class DaskExecutor:
                                       broadcast=True, hash=False)
         config_json = self.config.to_json()
         self._futures = [
-            self.client.submit(play_on_worker, config_json, shipped, spec, pure=False,
+            self.client.submit(play_on_worker, config_json, shipped, spec, self.launcher, pure=False,
                                key=f"arena-{os.getpid()}-{spec.game_id}")
             for spec in specs]
         for future in as_completed(self._futures):
@@ -149,11 +152,12 @@ def _unpack(name: str, digest: str, data: bytes) -> Path:
 
 
 def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, bytes]],
-                   spec: GameSpec) -> Finished:
+                   spec: GameSpec, launcher: Launcher | None = None) -> Finished:
     """A Dask task: play one game with this worker thread's bot processes."""
     config = TournamentConfig.from_json(config_json)
+    launcher = launcher or Launcher.for_level(config.sandbox)
     key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), config.edition,
-           config.sandbox, config.pondering)
+           launcher, config.pondering)
     pool_entry = getattr(_local, "pools", {}).get(key)
     if pool_entry is None:
         log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
@@ -162,15 +166,12 @@ def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, by
             config = dataclasses.replace(config, entrants=tuple(
                 Entrant(e.name, folders[e.name], e.description) for e in config.entrants))
             manifests = [Manifest.load(folder) for folder in config.folders]
-            sandbox = None
-            if config.sandbox == "strict":
-                check_strict_available()
-                sandbox = Sandbox()
+            launcher.check()
             # Under strict each pool builds confined in private copies of its own, and runs them.
-            manifests, broken = build_all(manifests, log_dir, list(config.names), sandbox=sandbox,
+            manifests, broken = build_all(manifests, log_dir, list(config.names), launcher=launcher,
                                           build_dir=_cache_dir() / "builds" / log_dir.name)
         pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken,
-                       sandbox=config.sandbox, pondering=config.pondering)
+                       launcher=launcher, pondering=config.pondering)
         atexit.register(pool.close)
         pool_entry = (pool, {name: i for i, name in enumerate(config.names)})
         if not hasattr(_local, "pools"):

@@ -27,8 +27,7 @@ from typing import Any, Protocol
 from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool, build_all
 from arena.errors import ArenaError
-from arena.launch.bubblewrap import Sandbox, check_strict_available
-from arena.launch.cgroup import remove_stale_groups
+from arena.launch.launcher import Launcher
 from arena.referee import TimeControl
 from arena.tournament.config import TournamentConfig
 from arena.tournament.ratings import OnlineRatings
@@ -94,15 +93,18 @@ def play_spec(pool: BotPool, index: dict[str, int], config: TournamentConfig,
 
 
 def run_tournament(config: TournamentConfig, *, executor: Executor | None = None,
+                   launcher: Launcher | None = None,
                    on_progress: Callable[[Progress, GameSpec | None], None] | None = None,
                    on_build_error: Callable[[str, str], None] | None = None) -> RunSummary:
     """Play every scheduled game that is not stored yet; returns when done or interrupted.
+    Bots are started by ``launcher`` (default: the one for the config's sandbox level).
 
-    Raises SandboxError before anything is stored if the config asks for a strict sandbox
-    that this machine cannot provide (a Dask executor checks on its workers instead)."""
+    Raises SandboxError before anything is stored if the launcher's sandbox cannot be
+    provided on this machine (a Dask executor checks on its workers instead)."""
     started = time.monotonic()
-    if executor is None and config.sandbox == "strict":
-        check_strict_available()
+    launcher = launcher or Launcher.for_level(config.sandbox)
+    if executor is None:
+        launcher.check()
     config.out.mkdir(parents=True, exist_ok=True)
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
@@ -117,9 +119,8 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         errors: dict[int, str] = {}
         # Under strict, built confined in <out>/builds/<name>/, which the workers then run; a
         # Dask cluster builds on its workers (the coordinator may not be able to sandbox).
-        if already < total and (executor is None or config.sandbox != "strict"):
-            built, errors = build_all(manifests, log_dir, list(config.names),
-                                      sandbox=Sandbox() if config.sandbox == "strict" else None,
+        if already < total and (executor is None or not launcher.copies_builds):
+            built, errors = build_all(manifests, log_dir, list(config.names), launcher=launcher,
                                       build_dir=config.out / "builds")
             config = dataclasses.replace(config, entrants=tuple(
                 dataclasses.replace(e, folder=m.folder) for e, m in zip(config.entrants, built, strict=True)))
@@ -131,7 +132,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
             on_progress(progress, None)
         interrupted = False
         if already < total:
-            runner = executor or LocalExecutor(config, errors, log_dir)
+            runner = executor or LocalExecutor(config, errors, log_dir, launcher=launcher)
             try:
                 for spec, record, duration in runner.run(todo):
                     store.store_game(spec, record, duration)
@@ -184,8 +185,10 @@ class LocalExecutor:
     ArenaError naming it (the games stored so far are kept; a rerun retries it).
     """
 
-    def __init__(self, config: TournamentConfig, broken: dict[int, str], log_dir: Path) -> None:
+    def __init__(self, config: TournamentConfig, broken: dict[int, str], log_dir: Path, *,
+                 launcher: Launcher | None = None) -> None:
         self.config = config
+        self.launcher = launcher or Launcher.for_level(config.sandbox)  # pickled to each worker
         self.broken = broken
         self.log_dir = log_dir
         self._ctx = mp.get_context("spawn")
@@ -199,7 +202,8 @@ class LocalExecutor:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
             target=_worker_main, name=f"arena-worker-{number}", daemon=True,
-            args=(self.config.to_json(), self.broken, str(self.log_dir / f"worker-{number}"), number, child))
+            args=(self.config.to_json(), self.broken, str(self.log_dir / f"worker-{number}"), number, child,
+                  self.launcher))
         process.start()
         child.close()  # the worker's end: only the worker holds it, so its death closes the pipe
         worker = _Worker(number, process, parent)
@@ -248,8 +252,7 @@ class LocalExecutor:
                 if why is None:  # the pipe is readable but the message is not whole yet
                     continue
                 busy.remove(worker)
-                if self.config.sandbox == "strict":
-                    remove_stale_groups()  # thaw and kill its bots (frozen ones ignore SIGKILL)
+                self.launcher.remove_stale()  # thaw and kill its bots (frozen ones ignore SIGKILL)
                 self.deaths[game.game_id] += 1
                 if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
                     raise ArenaError(
@@ -296,8 +299,7 @@ class LocalExecutor:
                 worker.process.join(1)
             worker.conn.close()
         self._workers.clear()
-        if self.config.sandbox == "strict":
-            remove_stale_groups()  # of workers that had to be killed before they cleaned up
+        self.launcher.remove_stale()  # of workers that had to be killed before they cleaned up
 
 
 def _exit_status(code: int | None) -> str:
@@ -320,7 +322,7 @@ def _die_with_parent() -> None:
 
 
 def _worker_main(config_json: dict[str, Any], broken: dict[int, str], log_dir: str, number: int,
-                 conn: Any) -> None:
+                 conn: Any, launcher: Launcher) -> None:
     """A worker: play each game the coordinator sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's business
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the pool kills its bots
@@ -330,7 +332,7 @@ def _worker_main(config_json: dict[str, Any], broken: dict[int, str], log_dir: s
     index = {name: i for i, name in enumerate(config.names)}
     try:
         with BotPool(manifests, Path(log_dir), labels=list(config.names), do_build=False,
-                     broken=broken, sandbox=config.sandbox, pondering=config.pondering) as pool:
+                     broken=broken, launcher=launcher, pondering=config.pondering) as pool:
             while (spec := conn.recv()) is not None:
                 conn.send(("done", play_spec(pool, index, config, spec)))
             # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.

@@ -9,6 +9,7 @@ from pathlib import Path
 from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool
 from arena.engine import Ruleset
+from arena.launch.launcher import Launcher
 from arena.records import append_record
 from arena.referee import TimeControl
 from arena.tournament.schedule import pair_seed
@@ -40,12 +41,13 @@ class SprtState:
 
 def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log_dir: Path,
              time_control: TimeControl, ruleset: Ruleset | None = None, out: Path | None = None,
-             on_pair: Callable[[SprtState], None] | None = None, sandbox: str = "none") -> SprtState:
+             on_pair: Callable[[SprtState], None] | None = None,
+             launcher: Launcher | None = None) -> SprtState:
     """Play pairs (same circle, seats swapped) until the test accepts H0 or H1 or
     ``max_games`` are played. H1 is "NEW is stronger by elo1"."""
     manifests = [Manifest.load(new), Manifest.load(old)]
     state = SprtState(sprt)
-    with BotPool(manifests, log_dir, sandbox=sandbox) as pool:
+    with BotPool(manifests, log_dir, launcher=launcher) as pool:
         names = tuple(pool.labels)
         k = 0
         while state.status == "continue" and state.games + 2 <= max_games:
