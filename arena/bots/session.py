@@ -108,12 +108,12 @@ class BotHandle:
         if self.is_running() and self.channel is not None and self.process is not None:
             # RLIMIT_CPU counts a process's whole life: a bot reused for hours of games
             # would be killed mid-game by a limit meant for runaways. Start a fresh one.
-            used = self.process.cpu_seconds()
+            # Cheap: /proc is read only once the bot could be near the limit.
             limit = self.launcher.limits.cpu_seconds
-            if used < RECYCLE_CPU_SHARE * limit:
+            if not self.process.cpu_over(RECYCLE_CPU_SHARE * limit):
                 return
             log.info("bot %s: restarted between games after %.0f s of CPU (limit %d s per process)",
-                     self.name, used, limit)
+                     self.name, self.process.cpu_seconds(), limit)
             self.recycled += 1
             self.close()
         elif self.process is not None and self.hello:  # it left by itself after a game

@@ -338,6 +338,11 @@ class BotProcess:
         :meth:`ProcessTree.cpu_seconds`)."""
         return self.tree.cpu_seconds()
 
+    def cpu_over(self, seconds: float) -> bool:
+        """Whether a process of the bot has used ``seconds`` of CPU; cheap while it
+        cannot have (see :meth:`ProcessTree.cpu_over`)."""
+        return self.tree.cpu_over(seconds)
+
     def bot_holds_output(self, inode: int) -> bool:
         """Whether a process of the bot still has its stdout, the pipe ``inode``, open.
         Asked only when :attr:`output_copy_held` (a launcher keeps a copy of the pipe)."""

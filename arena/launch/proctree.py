@@ -84,6 +84,18 @@ class ProcessTree:
         self._cpu_seen, self._cpu_seen_at = most, now
         return most / _CLK_TCK
 
+    def cpu_over(self, seconds: float) -> bool:
+        """Whether a live process of the bot has used ``seconds`` of CPU time or more.
+
+        No process gains more CPU time than the machine's cores give it, so until the
+        last scan's figure plus that much since could reach ``seconds`` the answer is no
+        without reading ``/proc``: a bot reused game after game is scanned once every
+        several minutes, not at every game."""
+        elapsed = time.monotonic() - self._cpu_seen_at
+        if self._cpu_seen / _CLK_TCK + elapsed * _CPUS < seconds:
+            return False
+        return self.cpu_seconds() >= seconds
+
     def scan(self) -> dict[int, Stat]:
         """Live members of the tree, each with its ``/proc/<pid>/stat`` fields."""
         if self.root_pinned:
