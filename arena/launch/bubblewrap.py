@@ -1,8 +1,9 @@
 """Confining untrusted bots: bubblewrap, a distinct uid per bot, cgroup limits.
 
-Two levels. ``none``: the resource limits and process-tree control of
-:mod:`arena.launch.process`, nothing more (a bot author's own machine). ``strict``: a
-:class:`Sandbox`, which runs the bot's command under bubblewrap (``bwrap``) with
+The bwrap side of the ``strict`` level (:class:`arena.launch.launcher.BubblewrapLauncher`,
+which starts the processes; level ``none`` is the resource limits and process-tree control
+of :mod:`arena.launch.process` alone). A :class:`Sandbox` makes the command line that runs
+the bot's command under bubblewrap (``bwrap``) with
 
 * its own mount, pid, network, ipc, uts and cgroup namespaces: no network at all (a
   loopback of its own), no view of other processes;
@@ -107,7 +108,7 @@ def runtime_paths() -> tuple[Path, ...]:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The strict confinement of a bot (``None`` elsewhere means level none)."""
+    """The strict confinement of a bot: the bwrap command line and its limits."""
 
     uid: int = UID_BASE  # and gid: the unprivileged identity the bot runs under
     limits: SandboxLimits = SandboxLimits()
