@@ -56,6 +56,12 @@ def test_for_level_builds_one_launcher_per_level() -> None:
     assert custom.limits == limits and custom.sandbox.limits.processes == 9 and not custom.sandbox.use_cgroups
 
 
+def test_the_config_schema_offers_the_launcher_levels() -> None:
+    from arena.tournament.config import SANDBOX_LEVELS
+
+    assert set(SANDBOX_LEVELS) == set(LEVELS)
+
+
 def test_an_unknown_level_is_a_one_line_config_error() -> None:
     with pytest.raises(ConfigError, match=r"^sandbox: expected one of none, strict, got 'loose'$"):
         Launcher.for_level("loose")
