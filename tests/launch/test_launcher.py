@@ -208,3 +208,26 @@ def test_strict_runs_bots_with_their_home_in_the_private_tmp(tmp_path: Path) -> 
             bot.kill_tree()
     finally:
         launcher.release()
+
+
+def test_the_launch_modules_import_each_other_without_a_circle() -> None:
+    """process.py starts what it is given and knows nothing of bubblewrap or the launcher;
+    the launcher sits on top (type-only imports count too)."""
+    folder = Path(arena.__file__).parent / "launch"
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                found.update(n.split(".")[2] for n in names
+                             if n.startswith("arena.launch.") and len(n.split(".")) > 2)
+        graph[path.stem] = found - {path.stem}
+    assert graph["process"] <= {"proctree", "cgroup"} and "launcher" not in set().union(*(
+        deps for name, deps in graph.items() if name != "launcher"))
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        return any(dep == target or (dep not in seen and reaches(dep, target, seen | {dep}))
+                   for dep in graph.get(start, ()))
+
+    assert [name for name in graph if reaches(name, name, set())] == []
