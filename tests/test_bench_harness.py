@@ -12,10 +12,11 @@ from arena.bench_harness import game_overheads
 
 FIGURES = [
     "harness CPU per move, margin (c1, none)", "  coordinator", "  referee workers", "  ZeroMQ bridges",
-    "  (bots: excluded)", "floor CPU per move: bare loop", "floor CPU per move: + state", "harness / floor", "moves/s, concurrency 1, none",
-    "moves/s, concurrency 2, none", "scaling 1 -> 2, none", "moves/s", "new_game -> first request",
-    "game_over -> next new_game", "coordinator peak RSS", "each worker's peak RSS",
-    "coordinator CPU per game", "games not ended by the rules",
+    "  (bots: excluded)", "floor CPU per move: bare loop", "floor CPU per move: + state", "harness / floor",
+    "moves/s, concurrency 1, none", "moves/s, concurrency 2, none", "scaling 1 -> 2, none", "moves/s",
+    "new_game -> first request", "game_over -> next new_game", "coordinator peak RSS",
+    "coordinator RSS while playing", "each worker's peak RSS", "coordinator CPU per game",
+    "games not ended by the rules",
 ]
 
 
