@@ -1,17 +1,20 @@
 """`make bench`: performance figures, printed (never asserted by a timed test).
 
-Run as ``python -m arena.bench [section ...]``; sections: engine, referee, tournament,
-sandbox, freeze (default: all).
+Run as ``python -m arena.bench [section ...] [--quick]``; sections: engine, referee,
+tournament, sandbox, freeze, harness (default: all). ``--quick`` makes the harness section a
+short smoke run (its figures are not meaningful).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
 
+from arena.bench_harness import bench_harness
 from arena.engine import GameState
 
 Section = Callable[[], None]
@@ -316,15 +319,18 @@ def _us(samples_ns: list[int]) -> str:
 
 SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
                                 "tournament": bench_tournament, "sandbox": bench_sandbox,
-                                "freeze": bench_freeze}
+                                "freeze": bench_freeze, "harness": bench_harness}
 
 
 def main(argv: list[str]) -> None:
-    names = argv or list(SECTIONS)
+    sections = dict(SECTIONS)
+    if "--quick" in argv:
+        sections["harness"] = functools.partial(bench_harness, quick=True)
+    names = [name for name in argv if name != "--quick"] or list(sections)
     for name in names:
-        if name not in SECTIONS:
-            raise SystemExit(f"unknown bench section {name!r}: choose from {', '.join(SECTIONS)}")
-        SECTIONS[name]()
+        if name not in sections:
+            raise SystemExit(f"unknown bench section {name!r}: choose from {', '.join(sections)}")
+        sections[name]()
 
 
 if __name__ == "__main__":
