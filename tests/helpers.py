@@ -6,7 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +105,19 @@ def worker_processes(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] != b"Z" and b"spawn_main" in cmdline:
             found.append(int(entry))
     return found
+
+
+def py(code: str) -> list[str]:
+    """The argv that runs ``code`` (dedented) with this interpreter."""
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned) or ``timeout`` s pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.005)
+    raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")

@@ -6,8 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,22 +15,9 @@ import pytest
 
 from arena.errors import BotStartError, ConfigError
 from arena.launch.process import MARKER_VAR, BotProcess, ResourceLimits
+from tests.helpers import py, wait_for
 
 Spawn = Callable[..., BotProcess]
-
-
-def py(code: str) -> list[str]:
-    return [sys.executable, "-c", textwrap.dedent(code)]
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.005)
-    raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
 
 
 def is_dead(pid: int) -> bool:

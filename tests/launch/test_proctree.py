@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import textwrap
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,20 +15,12 @@ import pytest
 from arena.launch import proctree
 from arena.launch.process import BotProcess
 from arena.launch.proctree import MARKER_VAR, ProcessTree, boot_ticks, pipe_holders, read_stat
-
-
-def py(code: str) -> list[str]:
-    return [sys.executable, "-c", textwrap.dedent(code)]
+from tests import helpers
+from tests.helpers import py
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.005)
-    raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+    return helpers.wait_for(predicate, timeout)
 
 
 @pytest.fixture
