@@ -419,8 +419,9 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
     executor = None
     if dask_address:
         from arena.tournament.distributed import DaskExecutor
+        from arena.tournament.runner import tournament_lineup
 
-        executor = DaskExecutor(config, dask_address)
+        executor = DaskExecutor(tournament_lineup(config), dask_address)
     display = ProgressDisplay()
     summary = run_tournament(
         config, executor=executor, on_progress=display.update,

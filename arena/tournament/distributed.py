@@ -12,27 +12,27 @@ the same as locally.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import dataclasses
 import fcntl
 import hashlib
 import io
+import logging
 import os
 import tarfile
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from arena.bots.manifest import Manifest
-from arena.bots.pool import BotPool, build_all
 from arena.errors import ArenaError
-from arena.launch.bubblewrap import Sandbox, check_strict_available
-from arena.tournament.config import Entrant, TournamentConfig
-from arena.tournament.runner import Finished, play_spec
+from arena.launch.bubblewrap import check_strict_available
 from arena.tournament.schedule import GameSpec
+from arena.tournament.series import Lineup, Played, build_lineup, lean
 from arena.untrusted import check_name, file_name, inside, refuse_symlinks, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
@@ -71,46 +71,64 @@ def bundle_hash(data: bytes) -> str:
 
 
 class DaskExecutor:
-    """Plays games as Dask tasks on the cluster whose scheduler is at ``address``."""
+    """Plays a lineup's games as Dask tasks on the cluster whose scheduler is at ``address``
+    (an executor of :func:`arena.tournament.series.run_series`)."""
 
-    def __init__(self, config: TournamentConfig, address: str, *, timeout_s: float = 15.0) -> None:
+    def __init__(self, lineup: Lineup, address: str, *, timeout_s: float = 15.0) -> None:
         from distributed import Client
 
-        self.config = config
+        self.lineup = lineup
+        self.address = address
+        _quiet_dask_logs()
         try:
             self.client = Client(address, timeout=timeout_s)
         except (OSError, TimeoutError, ValueError) as exc:
             raise ArenaError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self._futures: list[Any] = []
 
-    def run(self, specs: Iterable[GameSpec]) -> Iterator[Finished]:
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
         from distributed import KilledWorker, as_completed
 
-        bundles = {}
-        for entrant in self.config.entrants:
-            data = pack_bot(entrant.folder)
-            bundles[entrant.name] = (bundle_hash(data), data)
-        # One transfer per bot and worker, whatever the number of games.
-        shipped = self.client.scatter({name: bundle for name, bundle in bundles.items()},
-                                      broadcast=True, hash=False)
-        config_json = self.config.to_json()
-        self._futures = [
-            self.client.submit(play_on_worker, config_json, shipped, spec, pure=False,
-                               key=f"arena-{os.getpid()}-{spec.game_id}")
-            for spec in specs]
-        for future in as_completed(self._futures):
-            try:
-                spec, record, duration = future.result()
-            except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
-                raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
-                                 f"{exc} The games stored so far are kept; run the same command again "
-                                 "to retry it") from None
-            yield spec, record, duration
+        try:
+            bundles = {}
+            for label, folder in zip(self.lineup.labels, self.lineup.folders, strict=True):
+                data = pack_bot(folder)
+                bundles[label] = (bundle_hash(data), data)
+            # One transfer per bot and worker, whatever the number of games.
+            shipped = self.client.scatter(bundles, broadcast=True, hash=False)
+            self._futures = [
+                self.client.submit(play_on_worker, self.lineup, shipped, spec, pure=False,
+                                   key=f"arena-{os.getpid()}-{spec.game_id}")
+                for spec in specs]
+            for future in as_completed(self._futures):
+                yield future.result()
+        except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
+            raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
+                             f"{exc} The games stored so far are kept; run the same command again "
+                             "to retry it") from None
+        except ArenaError:  # ours (a bot folder that cannot be packed)
+            raise
+        except (Exception, asyncio.CancelledError) as exc:
+            if self.client.status == "running" and not isinstance(exc, (OSError, asyncio.CancelledError,
+                                                                        CancelledError)):
+                raise ArenaError(f"a game failed on a Dask worker: {type(exc).__name__}: "
+                                 f"{str(exc)[:300]}") from None
+            raise ArenaError(f"lost the Dask scheduler at {self.address} ({type(exc).__name__}); the "
+                             "games stored so far are kept: run the same command again to play the "
+                             "rest") from None
 
     def close(self) -> None:
         for future in self._futures:
             future.cancel()
         self.client.close()
+
+
+def _quiet_dask_logs() -> None:
+    """Dask's client logs its connection troubles on stderr (with tracebacks); here they
+    end as one ArenaError instead. Its config gives some loggers levels of their own."""
+    names = [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "distributed"]
+    for name in ["distributed", *names]:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 # ------------------------------------------------------------------ on the worker
@@ -148,33 +166,25 @@ def _unpack(name: str, digest: str, data: bytes) -> Path:
     return target
 
 
-def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, bytes]],
-                   spec: GameSpec) -> Finished:
+def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: GameSpec) -> Played:
     """A Dask task: play one game with this worker thread's bot processes."""
-    config = TournamentConfig.from_json(config_json)
-    key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), config.edition,
-           config.sandbox, config.pondering)
+    key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), lineup.labels,
+           lineup.sandbox, lineup.pondering)
     pool_entry = getattr(_local, "pools", {}).get(key)
     if pool_entry is None:
         log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
         with _cache_lock():
             folders = {name: _unpack(name, digest, data) for name, (digest, data) in bundles.items()}
-            config = dataclasses.replace(config, entrants=tuple(
-                Entrant(e.name, folders[e.name], e.description) for e in config.entrants))
-            manifests = [Manifest.load(folder) for folder in config.folders]
-            sandbox = None
-            if config.sandbox == "strict":
+            if lineup.sandbox == "strict":
                 check_strict_available()
-                sandbox = Sandbox()
             # Under strict each pool builds confined in private copies of its own, and runs them.
-            manifests, broken = build_all(manifests, log_dir, list(config.names), sandbox=sandbox,
-                                          build_dir=_cache_dir() / "builds" / log_dir.name)
-        pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken,
-                       sandbox=config.sandbox, pondering=config.pondering)
+            unpacked = dataclasses.replace(lineup, folders=tuple(folders[n] for n in lineup.labels))
+            built = build_lineup(unpacked, log_dir, _cache_dir() / "builds" / log_dir.name)
+        pool = built.pool(log_dir)
         atexit.register(pool.close)
-        pool_entry = (pool, {name: i for i, name in enumerate(config.names)})
+        pool_entry = (pool, built)
         if not hasattr(_local, "pools"):
             _local.pools = {}
         _local.pools[key] = pool_entry
-    pool, index = pool_entry
-    return play_spec(pool, index, config, spec)
+    pool, built = pool_entry
+    return spec, lean(built.play(pool, spec))
