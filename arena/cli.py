@@ -271,53 +271,53 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
       arena play path/to/mybot sample_bots/mcts --games 10
       arena play sample_bots/mcts sample_bots/greedy --games 2 --show
     """
-    from arena.bots.pool import BotPool, load_manifests
     from arena.checks import outcome_text
     from arena.clock import TimeControl
     from arena.engine.render import render
     from arena.records import append_record
+    from arena.tournament.plans import match_plan
+    from arena.tournament.series import InProcess, Lineup, run_series
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
     rules = _ruleset(game, edition, components_file)
-    manifests = load_manifests([bot_a, bot_b])
+    lineup = Lineup.of([bot_a, bot_b], time_control=tc, ruleset=rules, sandbox=sandbox, pondering=pondering)
+    names = lineup.labels
     _start_trace(trace)
     wins = [0, 0]
     failures = 0
     _announce_sandbox(sandbox, pondering)
-    with BotPool(manifests, logs, sandbox=sandbox, pondering=pondering) as pool:
-        for error in pool.build_errors.values():
+
+    def show_move(spec, state, entry) -> None:  # type: ignore[no-untyped-def]
+        seats = (spec.seat0, spec.seat1)
+        click.echo(f"\n{_describe_move(entry, seats)} ({entry['time_ms']:.0f} ms)")
+        click.echo(render(state, seats))
+
+    def report(spec, result) -> None:  # type: ignore[no-untyped-def]
+        nonlocal failures
+        seats = lineup.seats(spec)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            append_record(out, result.record)
+        winner = seats[result.winner]
+        wins[winner] += 1
+        failures += result.termination.value != "normal"
+        line = f"game {spec.index + 1}: seed {spec.seed}, {spec.seat0} (seat 0) vs {spec.seat1} (seat 1): "
+        if result.loser is None:
+            s0, s1 = result.scores
+            line += f"{s0} : {s1}, {names[winner]} wins"
+        else:  # the scores of a game cut short mean nothing
+            line += (f"aborted, {names[seats[result.loser]]} "
+                     f"{outcome_text(result, seats, seats[result.loser])}, {names[winner]} wins")
+        line += f" ({result.termination.value}) in {result.duration_s:.2f} s"
+        if result.detail:
+            _echo_detail(result.detail, line + ": ")
+        else:
+            click.echo(for_terminal(line, newlines=False))
+
+    with InProcess(lineup, logs, on_move=show_move if show else None) as executor:
+        for error in executor.pool.build_errors.values():
             click.echo(f"warning: {for_terminal(error, newlines=False)}", err=True)
-        names = pool.labels
-        for number in range(games):
-            seats = (0, 1) if number % 2 == 0 else (1, 0)
-            game_seed = seed + number // 2
-
-            def show_move(state, entry, seats=seats):  # type: ignore[no-untyped-def]
-                click.echo(f"\n{_describe_move(entry, tuple(names[s] for s in seats))}"
-                           f" ({entry['time_ms']:.0f} ms)")
-                click.echo(render(state, (names[seats[0]], names[seats[1]])))
-
-            result = pool.play(*seats, seed=game_seed, time_control=tc, ruleset=rules,
-                               game_id=f"play-{number + 1}", on_move=show_move if show else None)
-            if out is not None:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                append_record(out, result.record)
-            winner = seats[result.winner]
-            wins[winner] += 1
-            failures += result.termination.value != "normal"
-            line = (f"game {number + 1}: seed {game_seed}, {names[seats[0]]} (seat 0) vs "
-                    f"{names[seats[1]]} (seat 1): ")
-            if result.loser is None:
-                s0, s1 = result.scores
-                line += f"{s0} : {s1}, {names[winner]} wins"
-            else:  # the scores of a game cut short mean nothing
-                line += (f"aborted, {names[seats[result.loser]]} "
-                         f"{outcome_text(result, seats, seats[result.loser])}, {names[winner]} wins")
-            line += f" ({result.termination.value}) in {result.duration_s:.2f} s"
-            if result.detail:
-                _echo_detail(result.detail, line + ": ")
-            else:
-                click.echo(for_terminal(line, newlines=False))
+        run_series(match_plan(names[0], names[1], games, seed, "play"), executor, report)
     click.echo(f"summary: {names[0]} {wins[0]} - {wins[1]} {names[1]} over {games} game(s); "
                f"{failures} ended abnormally" + (f"; records appended to {out}" if out else ""))
 
