@@ -16,7 +16,7 @@ from arena.engine import EDITIONS
 from arena.engine.components import GAMES
 from arena.errors import ArenaError
 from arena.launch.bubblewrap import LEVELS as SANDBOX_LEVELS
-from arena.tournament.config import MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
+from arena.tournament.config import MAX_CONCURRENCY, MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
 from arena.untrusted import for_terminal
 
 GAMES_RANGE = click.IntRange(1, MAX_SCHEDULED_GAMES)  # the limits of a tournament config, for every command
@@ -521,6 +521,9 @@ def ratings(results: Path, csv_path: Path | None) -> None:
 @click.option("--beta", type=float, default=0.05, show_default=True,
               help="Chance of accepting H0 when H1 holds.")
 @click.option("--max-games", type=click.IntRange(2, MAX_SCHEDULED_GAMES), default=2000, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
+              help="Games at once, each in a worker process; when the test decides, games still "
+                   "being played are dropped.")
 @click.option("--seed", type=SEEDS, default=1, show_default=True)
 @click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
@@ -531,13 +534,14 @@ def ratings(results: Path, csv_path: Path | None) -> None:
 @_game_options
 @_sandbox_option("none")
 def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: float, max_games: int,
-         seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int, bank_ms: int,
-         first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
+         concurrency: int, seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int,
+         bank_ms: int, first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
     """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
     Exit status: 0 when H1 is accepted, 1 when H0 is accepted, 2 when max-games ran out.
     """
+    from arena.clock import TimeControl
     from arena.tournament.sequential import run_sprt
     from arena.tournament.sprt import SPRT
 
@@ -554,19 +558,14 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     _announce_sandbox(sandbox)
     state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, sandbox=sandbox,
                      ruleset=_ruleset(game, edition, components_file),
-                     time_control=_tc(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report)
+                     time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report,
+                     concurrency=concurrency)
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",
                "accept H0": f"H0 accepted: {new.name} is not stronger by {elo1:g} elo",
                "continue": f"no decision after {state.games} games (max-games reached)"}[state.status]
     click.echo(verdict + (f"; {state.failures} game(s) ended abnormally" if state.failures else ""))
     raise SystemExit({"accept H1": 0, "accept H0": 1, "continue": 2}[state.status])
-
-
-def _tc(per_move_ms: int, bank_ms: int, first_move_ms: int):  # type: ignore[no-untyped-def]
-    from arena.referee import TimeControl
-
-    return TimeControl(per_move_ms, bank_ms, first_move_ms)
 
 
 @main.command()

@@ -137,5 +137,3 @@ def _replay_ratings(store: ResultStore, progress: Progress) -> None:
         _update(progress, record)
     progress.done -= progress.played_now
     progress.played_now = 0
-
-

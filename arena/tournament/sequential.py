@@ -17,8 +17,9 @@ from arena.records import append_record
 from arena.referee import GameResult
 from arena.tournament.plans import sprt_plan
 from arena.tournament.schedule import GameSpec
-from arena.tournament.series import InProcess, Lineup, run_series
+from arena.tournament.series import Executor, InProcess, Lineup, build_lineup, run_series
 from arena.tournament.sprt import SPRT, Status
+from arena.tournament.workers import WorkerProcesses
 
 
 @dataclass
@@ -72,17 +73,27 @@ class SprtRule:
 
 def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log_dir: Path,
              time_control: TimeControl, ruleset: Ruleset | None = None, out: Path | None = None,
-             on_pair: Callable[[SprtState], None] | None = None, sandbox: str = "none") -> SprtState:
+             on_pair: Callable[[SprtState], None] | None = None, sandbox: str = "none",
+             concurrency: int = 1) -> SprtState:
     """Play pairs (same circle, seats swapped) until the test accepts H0 or H1 or
-    ``max_games`` are played. H1 is "NEW is stronger by elo1"."""
+    ``max_games`` are played. H1 is "NEW is stronger by elo1". With ``concurrency`` > 1
+    the games run in that many worker processes; when the test decides, the games still
+    in flight are abandoned (neither counted nor written to ``out``)."""
     lineup = Lineup.of([new, old], time_control=time_control, ruleset=ruleset, sandbox=sandbox)
     state = SprtState(sprt)
+    executor: Executor
+    if concurrency > 1:
+        executor = WorkerProcesses(build_lineup(lineup, log_dir, log_dir / "builds"), log_dir, concurrency)
+    else:
+        executor = InProcess(lineup, log_dir)
 
     def keep(spec: GameSpec, result: GameResult) -> None:
         if out is not None:
             append_record(out, result.record)
 
-    with InProcess(lineup, log_dir) as executor:
+    try:
         run_series(sprt_plan(lineup.labels[0], lineup.labels[1], seed, max_games), executor, keep,
                    stop=SprtRule(state, lineup.labels[0], on_pair))
+    finally:
+        executor.close()
     return state

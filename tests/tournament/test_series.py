@@ -107,3 +107,21 @@ def test_worker_processes_play_the_same_games_as_one_process(tmp_path: Path) -> 
     here = moves(InProcess(lineup, tmp_path / "one"))
     workers = moves(WorkerProcesses(lineup, tmp_path / "many", concurrency=2))
     assert len(here) == len(plan) and here == workers
+
+
+@pytest.mark.slow
+def test_sprt_on_worker_processes_counts_whole_pairs_and_writes_what_it_counted(tmp_path: Path) -> None:
+    from arena.records import read_records
+    from arena.tournament.sequential import run_sprt
+
+    out = tmp_path / "sprt.jsonl"
+    pairs: list[int] = []
+    state = run_sprt(SAMPLES / "greedy", SAMPLES / "random", SPRT(0, 400, 0.2, 0.2), max_games=40, seed=2,
+                     log_dir=tmp_path / "logs", time_control=FAST, out=out, concurrency=2,
+                     on_pair=lambda s: pairs.append(sum(s.pairs)))
+    assert state.status == "accept H1" and state.games < 40
+    assert pairs == list(range(1, sum(state.pairs) + 1))
+    assert state.games - 2 * sum(state.pairs) in (0, 1)  # at most one game of an unfinished pair
+    records = [record for _, record in read_records(out)]
+    assert len(records) == state.games  # every game counted is written; those in flight are dropped
+    assert {r["game_id"] for r in records} <= {s.game_id for s in sprt_plan("greedy", "random", 2, 40)}
