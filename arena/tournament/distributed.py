@@ -94,10 +94,12 @@ class DaskExecutor:
             for label, folder in zip(self.lineup.labels, self.lineup.folders, strict=True):
                 data = pack_bot(folder)
                 bundles[label] = (bundle_hash(data), data)
-            # One transfer per bot and worker, whatever the number of games.
+            # One transfer per bot and worker, whatever the number of games; the lineup too
+            # (its rules are ~5 KB pickled: too much to send with every game).
             shipped = self.client.scatter(bundles, broadcast=True, hash=False)
+            lineup = self.client.scatter(self.lineup, broadcast=True, hash=False)
             self._futures = [
-                self.client.submit(play_on_worker, self.lineup, shipped, spec, pure=False,
+                self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
                                    key=f"arena-{os.getpid()}-{spec.game_id}")
                 for spec in specs]
             for future in as_completed(self._futures):
