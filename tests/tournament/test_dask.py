@@ -203,6 +203,7 @@ def _when_stored(runner: subprocess.Popen[str], out: Path, games: int) -> None:
 @pytest.mark.slow
 def test_a_dask_cluster_of_separate_processes_survives_a_killed_worker_and_not_its_scheduler(
         tmp_path: Path) -> None:
+    pytest.importorskip("distributed")  # the [dask] extra
     games = 12
     args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
             "--games", str(games), "--seed", "5", "--sandbox", "none"]
