@@ -125,3 +125,22 @@ def test_sprt_on_worker_processes_counts_whole_pairs_and_writes_what_it_counted(
     records = [record for _, record in read_records(out)]
     assert len(records) == state.games  # every game counted is written; those in flight are dropped
     assert {r["game_id"] for r in records} <= {s.game_id for s in sprt_plan("greedy", "random", 2, 40)}
+
+
+@pytest.mark.slow
+def test_bench_bots_plays_its_gauntlet_on_worker_processes(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from arena import bench_bots
+    from arena.records import read_records
+
+    out = tmp_path / "bench.jsonl"
+    assert bench_bots.main(["--bot", "greedy", "--opponents", "random", "cbot", "--games", "2",
+                            "--per-move-ms", "2000", "--concurrency", "2", "--seed", "3",
+                            "--out", str(out), "--logs", str(tmp_path / "logs")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("] vs ") == 4 and "[4/4]" in printed
+    table = printed[printed.index("| opponent"):].splitlines()
+    assert [row.split("|")[1].strip() for row in table[2:4]] == ["random", "cbot"]
+    assert [row.split("|")[2].strip() for row in table[2:4]] == ["2", "2"]
+    records = [record for _, record in read_records(out)]
+    assert sorted((r["players"][0], r["players"][1], r["seed"]) for r in records) == sorted(
+        [("greedy", "random", 3), ("random", "greedy", 3), ("greedy", "cbot", 3), ("cbot", "greedy", 3)])
