@@ -7,7 +7,7 @@ Run as ``python -m arena.bench_bots [--games 200] [--per-move-ms 1000] [--concur
 Every opponent plays game pairs on one seed (the same patch circle) with the seats
 swapped, as `arena play` does: games 2k and 2k+1 use seed S+k, the bot under test in
 seat 0 and then in seat 1 (seat 0 moves first). Pairs alternate between the opponents,
-so a run cut short is still balanced (:func:`arena.tournament.plans.gauntlet_plan`). The
+so a run cut short is still balanced (:func:`arena.tournament.schedule.gauntlet_schedule`). The
 bots are built once, then the games run ``--concurrency`` at a time through the series
 runner, each worker process with its own bot processes kept across games (a worker that
 dies has its game played again by a fresh one). A line is printed per finished game and
@@ -35,8 +35,7 @@ from typing import TYPE_CHECKING, Any
 from arena.clock import TimeControl
 from arena.referee import GameResult
 from arena.report.stats import wilson_interval
-from arena.tournament.plans import gauntlet_plan
-from arena.tournament.schedule import GameSpec
+from arena.tournament.schedule import GameSpec, gauntlet_schedule
 
 if TYPE_CHECKING:
     from arena.tournament.series import Lineup
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                        time_control=time_control, edition=args.edition)
     labels = lineup.labels
     bot_name = labels[0]
-    plan = gauntlet_plan(bot_name, labels[1:], args.games, args.seed)
+    schedule = gauntlet_schedule(bot_name, labels[1:], args.games, args.seed)
     total = args.games * (len(labels) - 1)
     tallies = {label: Tally() for label in labels[1:]}
     print(f"{bot_name} vs {', '.join(tallies)}: {args.games} games each, {args.per_move_ms} ms per "
@@ -173,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
         executor = WorkerProcesses(lineup, log_root, args.concurrency)
         try:
-            run_series(plan, executor, count)
+            run_series(schedule, executor, count)
         except KeyboardInterrupt:
             print("interrupted: the table holds the games finished so far", flush=True)
         finally:

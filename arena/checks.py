@@ -15,8 +15,7 @@ from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.referee import GameResult, failure_detail, termination_for
-from arena.tournament.plans import match_plan
-from arena.tournament.schedule import GameSpec
+from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
 from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
 
@@ -119,7 +118,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 report.problems.append(f"game {number}: {result.termination.value}: {result.detail}")
 
         # Both seats on each seed (0, 0, 1, 1, ...), the bot in seat 0 first, as `arena play` plays.
-        run_series(match_plan(labels[0], labels[1], games, 0, "check"), executor, judge)
+        run_series(match_schedule(labels[0], labels[1], games, 0, "check"), executor, judge)
         exits = pool.handles[0].exited_on_its_own
         if exits:
             report.problems.append(

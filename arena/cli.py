@@ -275,7 +275,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     from arena.clock import TimeControl
     from arena.engine.render import render
     from arena.records import append_record
-    from arena.tournament.plans import match_plan
+    from arena.tournament.schedule import match_schedule
     from arena.tournament.series import InProcess, Lineup, run_series
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
@@ -317,7 +317,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     with InProcess(lineup, logs, on_move=show_move if show else None) as executor:
         for error in executor.pool.build_errors.values():
             click.echo(f"warning: {for_terminal(error, newlines=False)}", err=True)
-        run_series(match_plan(names[0], names[1], games, seed, "play"), executor, report)
+        run_series(match_schedule(names[0], names[1], games, seed, "play"), executor, report)
     click.echo(f"summary: {names[0]} {wins[0]} - {wins[1]} {names[1]} over {games} game(s); "
                f"{failures} ended abnormally" + (f"; records appended to {out}" if out else ""))
 

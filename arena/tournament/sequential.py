@@ -15,8 +15,7 @@ from arena.clock import TimeControl
 from arena.engine import Ruleset
 from arena.records import append_record
 from arena.referee import GameResult
-from arena.tournament.plans import sprt_plan
-from arena.tournament.schedule import GameSpec
+from arena.tournament.schedule import GameSpec, sprt_schedule
 from arena.tournament.series import Executor, InProcess, Lineup, build_lineup, run_series
 from arena.tournament.sprt import SPRT, Status
 from arena.tournament.workers import WorkerProcesses
@@ -92,7 +91,7 @@ def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log
             append_record(out, result.record)
 
     try:
-        run_series(sprt_plan(lineup.labels[0], lineup.labels[1], seed, max_games), executor, keep,
+        run_series(sprt_schedule(lineup.labels[0], lineup.labels[1], seed, max_games), executor, keep,
                    stop=SprtRule(state, lineup.labels[0], on_pair))
     finally:
         executor.close()

@@ -1,14 +1,15 @@
-"""One runner for every series of games: a lineup of bots, a plan, an executor, a sink.
+"""One runner for every series of games: a lineup of bots, a schedule, an executor, a sink.
 
 `arena play`, check-bot, `arena sprt`, bench-bots and tournaments (local and on Dask) all
 play their games through :func:`run_series`:
 
 - a :class:`Lineup` says who plays and how every game is played (bot folders, labels,
   time control, rules, sandbox); it is a picklable value sent to every worker;
-- a *plan* (:mod:`arena.tournament.plans`, :func:`arena.tournament.schedule.iter_schedule`)
-  is a lazy sequence of :class:`GameSpec`: seats by label, seed, id;
-- an :class:`Executor` plays the plan's games somewhere and yields each as it finishes:
-  :class:`InProcess` (one pool of bots in this process, games in plan order),
+- a *schedule* (:func:`arena.tournament.schedule.iter_schedule` for a tournament, or
+  ``match_schedule``, ``sprt_schedule``, ``gauntlet_schedule`` there) is a lazy sequence
+  of :class:`GameSpec`: seats by label, seed, id;
+- an :class:`Executor` plays the schedule's games somewhere and yields each as it finishes:
+  :class:`InProcess` (one pool of bots in this process, games in schedule order),
   :class:`arena.tournament.workers.WorkerProcesses` (local worker processes, with
   worker-death handling) or :class:`arena.tournament.distributed.DaskExecutor`;
 - the caller's sink gets every finished game (prints it, appends it, stores it), and an
@@ -74,7 +75,7 @@ class Lineup:
                        build_dir=build_dir)
 
     def play(self, pool: BotPool, spec: GameSpec, on_move: Callable[..., None] | None = None) -> GameResult:
-        """Play one game of the plan with ``pool`` (a pool of this lineup)."""
+        """Play one game of the schedule with ``pool`` (a pool of this lineup)."""
         return pool.play(*self.seats(spec), seed=spec.seed, edition=self.edition, ruleset=self.ruleset,
                          time_control=self.time_control, game_id=spec.game_id, on_move=on_move)
 
@@ -98,7 +99,7 @@ class Executor(Protocol):
 
 
 class InProcess:
-    """Games one at a time, in plan order, with one pool of bots in this process (built on
+    """Games one at a time, in schedule order, with one pool of bots in this process (built on
     creation). ``on_move(spec, state, entry)`` is called after every move (`play --show`);
     :attr:`pool` stays open until :meth:`close` (check-bot reads its bots' handshake)."""
 
@@ -132,12 +133,12 @@ StopRule = Callable[[GameSpec, GameResult], bool]
 """Asked after each finished game (after the sink): True stops the series."""
 
 
-def run_series(plan: Iterable[GameSpec], executor: Executor,
+def run_series(schedule: Iterable[GameSpec], executor: Executor,
                on_result: Callable[[GameSpec, GameResult], None], *, stop: StopRule | None = None) -> bool:
-    """Play ``plan`` on ``executor``, handing each finished game to ``on_result``; returns
+    """Play ``schedule`` on ``executor``, handing each finished game to ``on_result``; returns
     True if ``stop`` ended the series early (the games in flight are abandoned). The caller
     closes the executor (its bots may still be needed, as check-bot's are)."""
-    games = executor.run(plan)
+    games = executor.run(schedule)
     try:
         for spec, result in games:
             on_result(spec, result)

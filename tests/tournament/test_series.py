@@ -1,4 +1,4 @@
-"""The series runner: plans, stopping rules, and the executors agreeing game for game."""
+"""The series runner: schedules, stopping rules, and the executors agreeing game for game."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from arena.bots.pool import sample_bots_dir
 from arena.clock import TimeControl
 from arena.engine import Termination
 from arena.referee import GameResult
-from arena.tournament.plans import gauntlet_plan, match_plan, sprt_plan
-from arena.tournament.schedule import GameSpec, pair_seed
+from arena.tournament.schedule import GameSpec, gauntlet_schedule, match_schedule, pair_seed, sprt_schedule
 from arena.tournament.sequential import SprtRule, SprtState
 from arena.tournament.series import InProcess, Lineup, build_lineup, run_series
 from arena.tournament.sprt import SPRT
@@ -21,26 +20,26 @@ SAMPLES = sample_bots_dir()
 FAST = TimeControl(per_move_ms=2000, bank_ms=10_000, first_move_ms=5000)
 
 
-def test_match_plan_swaps_seats_on_each_seed() -> None:
-    plan = list(match_plan("a", "b", 5, 10, "play"))
-    assert [(s.game_id, s.seat0, s.seat1, s.seed, s.pair) for s in plan] == [
+def test_match_schedule_swaps_seats_on_each_seed() -> None:
+    games = list(match_schedule("a", "b", 5, 10, "play"))
+    assert [(s.game_id, s.seat0, s.seat1, s.seed, s.pair) for s in games] == [
         ("play-1", "a", "b", 10, 0), ("play-2", "b", "a", 10, 0), ("play-3", "a", "b", 11, 1),
         ("play-4", "b", "a", 11, 1), ("play-5", "a", "b", 12, 2)]
 
 
-def test_sprt_plan_plays_whole_pairs_on_hashed_seeds() -> None:
-    plan = list(sprt_plan("new", "old", 7, max_games=5))
-    assert [s.game_id for s in plan] == ["sprt-0-0", "sprt-0-1", "sprt-1-0", "sprt-1-1"]
-    assert [(s.seat0, s.seat1) for s in plan[:2]] == [("new", "old"), ("old", "new")]
-    assert [s.seed for s in plan] == [pair_seed(7, ("new", "old"), k) for k in (0, 0, 1, 1)]
+def test_sprt_schedule_plays_whole_pairs_on_hashed_seeds() -> None:
+    games = list(sprt_schedule("new", "old", 7, max_games=5))
+    assert [s.game_id for s in games] == ["sprt-0-0", "sprt-0-1", "sprt-1-0", "sprt-1-1"]
+    assert [(s.seat0, s.seat1) for s in games[:2]] == [("new", "old"), ("old", "new")]
+    assert [s.seed for s in games] == [pair_seed(7, ("new", "old"), k) for k in (0, 0, 1, 1)]
 
 
-def test_gauntlet_plan_alternates_opponents_pair_by_pair() -> None:
-    plan = list(gauntlet_plan("me", ["x", "y"], 4, 1))
-    assert [(s.seat0, s.seat1, s.seed) for s in plan] == [
+def test_gauntlet_schedule_alternates_opponents_pair_by_pair() -> None:
+    games = list(gauntlet_schedule("me", ["x", "y"], 4, 1))
+    assert [(s.seat0, s.seat1, s.seed) for s in games] == [
         ("me", "x", 1), ("x", "me", 1), ("me", "y", 1), ("y", "me", 1),
         ("me", "x", 2), ("x", "me", 2), ("me", "y", 2), ("y", "me", 2)]
-    assert [s.pair for s in plan] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert [s.pair for s in games] == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
 def _result(winner: int) -> GameResult:
@@ -51,7 +50,7 @@ def test_the_sprt_rule_counts_whole_pairs_whatever_order_their_games_finish_in()
     state = SprtState(SPRT(0, 20, 0.05, 0.05))
     pairs: list[list[int]] = []
     rule = SprtRule(state, "new", on_pair=lambda s: pairs.append(list(s.pairs)))
-    a0, a1, b0, b1 = sprt_plan("new", "old", 1, 4)
+    a0, a1, b0, b1 = sprt_schedule("new", "old", 1, 4)
     assert rule(a0, _result(0)) is False  # NEW won in seat 0; its pair is not whole yet
     assert rule(b1, _result(0)) is False  # the other pair's second game first: old won
     assert pairs == [] and state.wins == 1 and state.losses == 1
@@ -63,9 +62,9 @@ def test_the_sprt_rule_counts_whole_pairs_whatever_order_their_games_finish_in()
 def test_the_sprt_rule_stops_the_series_once_the_test_decides() -> None:
     state = SprtState(SPRT(0, 400, 0.2, 0.2))  # wide bounds: decided after a few won pairs
     rule = SprtRule(state, "new")
-    plan = sprt_plan("new", "old", 1, 1000)
+    games = sprt_schedule("new", "old", 1, 1000)
     stopped_after = None
-    for n, spec in enumerate(plan, 1):
+    for n, spec in enumerate(games, 1):
         if rule(spec, _result(0 if spec.seat0 == "new" else 1)):
             stopped_after = n
             break
@@ -76,12 +75,12 @@ def test_a_stopping_rule_ends_the_series_and_the_executor_keeps_its_bots(tmp_pat
     lineup = Lineup.of([SAMPLES / "random", SAMPLES / "greedy"], time_control=FAST)
     seen: list[str] = []
     with InProcess(lineup, tmp_path / "logs") as executor:
-        stopped = run_series(match_plan(*lineup.labels, 6, 3, "t"), executor,
+        stopped = run_series(match_schedule(*lineup.labels, 6, 3, "t"), executor,
                              lambda spec, result: seen.append(spec.game_id),
                              stop=lambda spec, result: spec.index == 2)
         assert stopped and seen == ["t-1", "t-2", "t-3"]
         assert executor.pool.handles[0].hello is not None  # still open for the caller
-        assert not run_series(match_plan(*lineup.labels, 1, 3, "again"), executor, lambda *_: None)
+        assert not run_series(match_schedule(*lineup.labels, 1, 3, "again"), executor, lambda *_: None)
 
 
 @pytest.mark.slow
@@ -89,7 +88,7 @@ def test_worker_processes_play_the_same_games_as_one_process(tmp_path: Path) -> 
     lineup = build_lineup(Lineup.of([SAMPLES / "random", SAMPLES / "greedy", SAMPLES / "cbot"],
                                     time_control=FAST), tmp_path / "build-logs")
     assert not lineup.broken
-    plan = list(gauntlet_plan("random", ["greedy", "cbot"], 2, 5))
+    games = list(gauntlet_schedule("random", ["greedy", "cbot"], 2, 5))
 
     def moves(executor: InProcess | WorkerProcesses) -> dict[str, list[dict]]:
         found: dict[str, list[dict]] = {}
@@ -99,14 +98,14 @@ def test_worker_processes_play_the_same_games_as_one_process(tmp_path: Path) -> 
                 {k: v for k, v in m.items() if k not in ("time_ms", "info")} for m in result.record["moves"]]
 
         try:
-            run_series(plan, executor, keep)
+            run_series(games, executor, keep)
         finally:
             executor.close()
         return found
 
     here = moves(InProcess(lineup, tmp_path / "one"))
     workers = moves(WorkerProcesses(lineup, tmp_path / "many", concurrency=2))
-    assert len(here) == len(plan) and here == workers
+    assert len(here) == len(games) and here == workers
 
 
 @pytest.mark.slow
@@ -124,7 +123,7 @@ def test_sprt_on_worker_processes_counts_whole_pairs_and_writes_what_it_counted(
     assert state.games - 2 * sum(state.pairs) in (0, 1)  # at most one game of an unfinished pair
     records = [record for _, record in read_records(out)]
     assert len(records) == state.games  # every game counted is written; those in flight are dropped
-    assert {r["game_id"] for r in records} <= {s.game_id for s in sprt_plan("greedy", "random", 2, 40)}
+    assert {r["game_id"] for r in records} <= {s.game_id for s in sprt_schedule("greedy", "random", 2, 40)}
 
 
 @pytest.mark.slow
