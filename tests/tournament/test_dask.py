@@ -152,7 +152,7 @@ class _Cluster:
         time.sleep(1.0)  # registered with the scheduler
 
     def logs(self) -> str:
-        return "\n".join(path.read_text(errors="replace")[-2000:]
+        return "\n".join(path.read_text(errors="replace")[-8000:]
                          for path in sorted(self.tmp.glob("cluster-*.log")))
 
     def _start(self, argv: list[str]) -> subprocess.Popen[bytes]:

@@ -87,7 +87,8 @@ def _run_killing_workers(tmp_path: Path, *, concurrency: int, kills: int, seed: 
     deadline = time.monotonic() + 120
     try:
         while runner.poll() is None and time.monotonic() < deadline:
-            next_kill = time.monotonic() + rng.uniform(0.2, 3.0)  # starting, building or playing
+            # starting, building or playing: a 12-game run takes ~1.5 s when the machine is idle
+            next_kill = time.monotonic() + rng.uniform(0.1, 1.2)
             while time.monotonic() < next_kill and runner.poll() is None:
                 seen.update(worker_processes(runner.pid))
                 time.sleep(0.05)
@@ -118,12 +119,12 @@ def _run_killing_workers(tmp_path: Path, *, concurrency: int, kills: int, seed: 
 @pytest.mark.parametrize(("concurrency", "seed"), [(1, 1), (2, 2), (2, 3)])
 def test_killed_workers_lose_no_game_and_never_hang_the_run(tmp_path: Path, concurrency: int,
                                                             seed: int) -> None:
-    _run_killing_workers(tmp_path, concurrency=concurrency, kills=2, seed=seed, games=6)
+    _run_killing_workers(tmp_path, concurrency=concurrency, kills=2, seed=seed, games=12)
 
 
 @pytest.mark.slow
 def test_killed_workers_under_the_strict_sandbox(tmp_path: Path) -> None:
-    _run_killing_workers(tmp_path, concurrency=2, kills=2, seed=5, games=6, sandbox="strict")
+    _run_killing_workers(tmp_path, concurrency=2, kills=2, seed=5, games=12, sandbox="strict")
 
 
 @pytest.mark.slow
