@@ -7,7 +7,8 @@ unpacked there into a cache keyed by that hash (execute bits kept), then built b
 worker thread's pool (under strict: confined, in a private copy that the pool then runs).
 Each worker thread keeps its own bot processes across the games it plays. Results
 stream back with ``as_completed`` and are stored by the coordinator, so resuming works
-the same as locally.
+the same as locally. A worker that dies has its games rescheduled by Dask; a scheduler
+that is lost ends the run with one line (the games stored so far are kept).
 """
 
 from __future__ import annotations
