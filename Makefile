@@ -69,7 +69,7 @@ wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a sho
 	rm -rf $(WHEEL_DIR)
 	@echo "wheel-check: the installed wheel ran a tournament and wrote its report outside the checkout"
 
-bench: $(STAMP)  ## print performance figures
+bench: $(STAMP)  ## print performance figures (all sections, the harness section included: about 15 min)
 	$(call debian_packages,$(DEMO_PACKAGES))
 	$(BIN)/python -m arena.bench
 

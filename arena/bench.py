@@ -1,17 +1,20 @@
 """`make bench`: performance figures, printed (never asserted by a timed test).
 
-Run as ``python -m arena.bench [section ...]``; sections: engine, referee, tournament,
-sandbox, freeze (default: all).
+Run as ``python -m arena.bench [section ...] [--quick]``; sections: engine, referee,
+tournament, sandbox, freeze, harness (default: all). ``--quick`` makes the harness section a
+short smoke run (its figures are not meaningful).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
 
+from arena.bench_harness import bench_harness
 from arena.engine import GameState
 
 Section = Callable[[], None]
@@ -160,6 +163,7 @@ def bench_sandbox(starts: int = 10, games: int = 20) -> None:
     from arena.bots.manifest import Manifest
     from arena.bots.pool import BotPool, sample_bots_dir
     from arena.launch.bubblewrap import check_strict_available
+    from arena.launch.launcher import Launcher
 
     print("sandbox (strict vs none)")
     for line in check_strict_available():
@@ -171,13 +175,14 @@ def bench_sandbox(starts: int = 10, games: int = 20) -> None:
     rates: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for level in ("none", "strict"):
-            with BotPool(bots, Path(tmp) / level, sandbox=level) as pool:
+            with BotPool(bots, Path(tmp) / level, launcher=Launcher.for_level(level)) as pool:
                 for index, bot in enumerate(bots):
                     samples = start_ms.setdefault((bot.name, level), [])
                     for _ in range(starts):
                         pool.handles[index].kill()
                         samples.append(pool.start_time(index) * 1000)
-            with BotPool([random_bot, random_bot], Path(tmp) / f"{level}-games", sandbox=level) as pool:
+            with BotPool([random_bot, random_bot], Path(tmp) / f"{level}-games",
+                         launcher=Launcher.for_level(level)) as pool:
                 pool.play(0, 1, seed=0)  # start both processes before timing
                 times = round_trip.setdefault(level, [])
                 started = time.perf_counter()
@@ -237,6 +242,7 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
     from arena.bots.pool import BotPool
     from arena.launch.bubblewrap import check_strict_available
     from arena.launch.cgroup import detect
+    from arena.launch.launcher import Launcher
 
     check_strict_available()
     print(f"freeze (strict sandbox; freezer: {detect().describe('freezer')})")
@@ -264,7 +270,7 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
                                       daemon=True) for i in range(hogs if beside else 0)]
                 for process in others:
                     process.start()
-                with BotPool([work_bot, work_bot], Path(tmp) / "logs", sandbox="strict",
+                with BotPool([work_bot, work_bot], Path(tmp) / "logs", launcher=Launcher.for_level("strict"),
                              pondering=pondering) as pool:
                     pool.play(0, 1, seed=0)  # start both before timing (the hogs start meanwhile)
                     times: list[float] = []
@@ -295,9 +301,10 @@ def _hog_games(hog: str, opponent: str, log_dir: str, pondering: bool, stop: obj
 
     from arena.bots.manifest import Manifest
     from arena.bots.pool import BotPool
+    from arena.launch.launcher import Launcher
 
     with BotPool([Manifest.load(Path(hog)), Manifest.load(Path(opponent))], Path(log_dir),
-                 sandbox="strict", pondering=pondering) as pool:
+                 launcher=Launcher.for_level("strict"), pondering=pondering) as pool:
         game = 0
         while not stop.is_set():  # type: ignore[attr-defined]
             pool.play(game % 2, 1 - game % 2, seed=1000 + game)
@@ -313,15 +320,18 @@ def _us(samples_ns: list[int]) -> str:
 
 SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
                                 "tournament": bench_tournament, "sandbox": bench_sandbox,
-                                "freeze": bench_freeze}
+                                "freeze": bench_freeze, "harness": bench_harness}
 
 
 def main(argv: list[str]) -> None:
-    names = argv or list(SECTIONS)
+    sections = dict(SECTIONS)
+    if "--quick" in argv:
+        sections["harness"] = functools.partial(bench_harness, quick=True)
+    names = [name for name in argv if name != "--quick"] or list(sections)
     for name in names:
-        if name not in SECTIONS:
-            raise SystemExit(f"unknown bench section {name!r}: choose from {', '.join(SECTIONS)}")
-        SECTIONS[name]()
+        if name not in sections:
+            raise SystemExit(f"unknown bench section {name!r}: choose from {', '.join(sections)}")
+        sections[name]()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from arena.bots.session import START_TIMEOUT_S
 from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError
+from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
@@ -43,9 +44,9 @@ def outcome_text(result: GameResult, seats: tuple[int, int], me: int = 0) -> str
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     per_move_ms: int = 1000, bank_ms: int = 10_000,
                     first_move_ms: int = 5000, ruleset: Ruleset | None = None,
-                    sandbox: str = "none", submitting: bool = False) -> ConformanceReport:
+                    launcher: Launcher | None = None, submitting: bool = False) -> ConformanceReport:
     """Build the bot, time its handshake, play ``games`` games against random in both seats
-    (confined by ``sandbox``, "none" or "strict", as a tournament would). ``submitting``
+    (started by ``launcher``, level none by default, as a tournament would). ``submitting``
     also refuses a folder holding symbolic links (it is about to be copied). The logs go
     to ``log_dir``, or to a new temporary folder that is kept (``report.log`` names the
     bot's log)."""
@@ -71,7 +72,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     logs = log_dir or Path(tempfile.mkdtemp(prefix="arena-check-"))
     labels = tuple(unique_labels([manifest.name, opponent.name]))
     lineup = Lineup((manifest.folder, opponent.folder), labels, time_control=tc, ruleset=ruleset,
-                    sandbox=sandbox)
+                    launcher=launcher or UnconfinedLauncher())
     with InProcess(lineup, logs) as executor:
         pool = executor.pool
         report.log = pool.handles[0].stderr_log
@@ -182,9 +183,10 @@ def _plain_modes(folder: Path) -> None:
                 os.chmod(path, stat.S_IMODE(info.st_mode) & 0o755)
 
 
-def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict",
+def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | None = None,
            replace: bool = False) -> Submission:
-    """Build and check ``bot``; copy it into ``entrants/<name>`` only if it passes.
+    """Build and check ``bot``, under ``launcher`` (default: strict); copy it into
+    ``entrants/<name>`` only if it passes.
 
     An existing entrant of the same name is refused (before anything runs) unless
     ``replace``; then it is moved to ``entrants/.previous/<name>-<UTC time>/`` (a folder of
@@ -207,7 +209,8 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, sandbox: str = "strict"
     too_big = _too_big(manifest.folder)
     if too_big:
         return Submission(ConformanceReport(problems=[too_big]))
-    report = run_conformance(bot, games=games, sandbox=sandbox, submitting=True)
+    launcher = launcher or Launcher.for_level("strict")
+    report = run_conformance(bot, games=games, launcher=launcher, submitting=True)
     if report.problems:
         return Submission(report)
     entrants.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,8 @@ from arena import __version__
 from arena.engine import EDITIONS
 from arena.engine.components import GAMES
 from arena.errors import ArenaError
-from arena.launch.bubblewrap import LEVELS as SANDBOX_LEVELS
+from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
+from arena.launch.launcher import Launcher
 from arena.tournament.config import MAX_CONCURRENCY, MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
 from arena.untrusted import for_terminal
 
@@ -196,12 +197,15 @@ def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
                         show_default=default is not None, help=text)
 
 
-def _announce_sandbox(level: str, pondering: bool = False) -> None:
-    """Say which limits are in force (or fail with why strict cannot be had)."""
-    if level == "strict":
-        from arena.launch.bubblewrap import check_strict_available
-
-        click.echo("sandbox strict: " + "; ".join(check_strict_available(pondering=pondering)))
+def _launcher(level: str, pondering: bool = False, *, announce: bool = True) -> Launcher:
+    """The launcher for ``--sandbox``, built once here and handed down; with ``announce``
+    say which limits are in force (or fail with why the level cannot be had)."""
+    launcher = Launcher.for_level(level)
+    if announce:
+        lines = launcher.check(pondering=pondering)
+        if lines:
+            click.echo(f"sandbox {launcher.level}: " + "; ".join(lines))
+    return launcher
 
 
 TRACE_CHARS = 160  # a traced message longer than this is shortened
@@ -280,12 +284,12 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
     rules = _ruleset(game, edition, components_file)
-    lineup = Lineup.of([bot_a, bot_b], time_control=tc, ruleset=rules, sandbox=sandbox, pondering=pondering)
-    names = lineup.labels
     _start_trace(trace)
+    launcher = _launcher(sandbox, pondering)
+    lineup = Lineup.of([bot_a, bot_b], time_control=tc, ruleset=rules, launcher=launcher, pondering=pondering)
+    names = lineup.labels
     wins = [0, 0]
     failures = 0
-    _announce_sandbox(sandbox, pondering)
 
     def show_move(spec, state, entry) -> None:  # type: ignore[no-untyped-def]
         seats = (spec.seat0, spec.seat1)
@@ -338,11 +342,11 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
     """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
     from arena.checks import run_conformance
 
-    _announce_sandbox(sandbox)
+    launcher = _launcher(sandbox)
     _start_trace(trace)
     report = run_conformance(bot, games=games, log_dir=logs, ruleset=_ruleset(game, None, components_file),
                              per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms,
-                             sandbox=sandbox)
+                             launcher=launcher)
     for line in report.lines:
         click.echo(for_terminal(line, newlines=False))
     for warning in report.warnings:
@@ -411,20 +415,19 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
                f"({', '.join(config.names)}), {config.format}, {config.games} games per pairing, "
                f"concurrency {config.concurrency}" + (f", Dask at {dask_address}" if dask_address else "")
                + f"; results in {config.out}")
-    if dask_address and config.sandbox == "strict":
-        click.echo("sandbox strict: set up by each Dask worker (a worker that cannot provide it fails "
-                   "the run)")
-    elif not dask_address:
-        _announce_sandbox(config.sandbox, config.pondering)
+    launcher = _launcher(config.sandbox, config.pondering, announce=not dask_address)
+    if dask_address and launcher.copies_builds:
+        click.echo(f"sandbox {launcher.level}: set up by each Dask worker (a worker that cannot provide "
+                   "it fails the run)")
     executor = None
     if dask_address:
         from arena.tournament.distributed import DaskExecutor
         from arena.tournament.runner import tournament_lineup
 
-        executor = DaskExecutor(tournament_lineup(config), dask_address)
+        executor = DaskExecutor(tournament_lineup(config, launcher), dask_address)
     display = ProgressDisplay()
     summary = run_tournament(
-        config, executor=executor, on_progress=display.update,
+        config, executor=executor, launcher=launcher, on_progress=display.update,
         on_build_error=lambda bot, error: click.echo(f"build failed: {for_terminal(error, newlines=False)} "
                                                      f"(its games are recorded as losses)", err=True))
     display.finish()
@@ -555,8 +558,8 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"(pairs 0/1/2 wins: {state.pairs[0]}/{state.pairs[1]}/{state.pairs[2]}) "
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
-    _announce_sandbox(sandbox)
-    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, sandbox=sandbox,
+    launcher = _launcher(sandbox)
+    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, launcher=launcher,
                      ruleset=_ruleset(game, edition, components_file),
                      time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report,
                      concurrency=concurrency)
@@ -585,8 +588,7 @@ def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -
     refused unless --replace."""
     from arena.checks import submit as submit_bot
 
-    _announce_sandbox(sandbox)
-    done = submit_bot(bot, entrants, games=games, sandbox=sandbox, replace=replace)
+    done = submit_bot(bot, entrants, games=games, launcher=_launcher(sandbox), replace=replace)
     report = done.report
     for line in report.lines:
         click.echo(for_terminal(line, newlines=False))

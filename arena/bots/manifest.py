@@ -28,7 +28,6 @@ import stat
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +38,7 @@ from arena.schemas import problems as schema_problems
 from arena.untrusted import remove_tree, shown, walk
 
 if TYPE_CHECKING:
-    from arena.launch.bubblewrap import Sandbox
+    from arena.launch.launcher import Launcher
 
 MANIFEST = "bot.toml"
 KEYS: tuple[str, ...] = tuple(load_schema("manifest")["properties"])
@@ -138,17 +137,17 @@ def _read_manifest(path: Path) -> str:
     return data.decode("utf-8")
 
 
-def build(manifest: Manifest, log: Path | None = None, *, sandbox: Sandbox | None = None,
+def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | None = None,
           into: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S,
           log_cap_bytes: int = BUILD_LOG_CAP_BYTES) -> Manifest:
     """Run the manifest's build command; return the manifest to run (itself without a build).
 
-    Without a sandbox (level none, an author's own machine) the build runs in the bot's own
-    folder with the harness's environment, as ``make`` would. With one it runs in a private
-    copy of the folder made at ``into`` (see :func:`private_copy`): under a uid of its own,
-    with the bot's cgroup limits, no network, a scrubbed environment and only the copy
-    writable; then the copy is handed back to root (:func:`_hand_back`) and the returned
-    manifest points at it. The folder given is never written.
+    Unconfined (no ``launcher``, or level none: an author's own machine) the build runs in
+    the bot's own folder with the harness's environment, as ``make`` would. A launcher that
+    copies builds (strict) runs it in a private copy of the folder made at ``into`` (see
+    :func:`private_copy`): under a uid of its own, with the bot's cgroup limits, no
+    network, a scrubbed environment and only the copy writable; then the copy is handed
+    back to root and the returned manifest points at it. The folder given is never written.
 
     Either way the output is read as it comes and at most ``log_cap_bytes`` of it is kept
     (its beginning and its end) and written to ``log``; a build still running after
@@ -157,25 +156,19 @@ def build(manifest: Manifest, log: Path | None = None, *, sandbox: Sandbox | Non
     """
     if not manifest.build:
         return manifest
-    if sandbox is None:
-        _run_build(manifest, manifest.folder, None, log, timeout_s, log_cap_bytes)
-        return manifest
-    from arena.launch.bubblewrap import UidClaim
+    if launcher is None:
+        from arena.launch.launcher import UnconfinedLauncher
 
+        launcher = UnconfinedLauncher()
+    if not launcher.copies_builds:
+        _run_build(manifest, manifest.folder, launcher, log, timeout_s, log_cap_bytes)
+        return manifest
     if into is None:
         raise ValueError("a sandboxed build needs a folder to build its copy in")
     into = into.resolve()
     private_copy(manifest.folder, into)
-    claim = UidClaim()
-    try:
-        confined = dataclasses.replace(sandbox, uid=claim.uid, writable_folder=True)
-        _hand_to(into, claim.uid)
-        try:
-            _run_build(manifest, into, confined, log, timeout_s, log_cap_bytes)
-        finally:
-            _hand_back(into)
-    finally:
-        claim.release()
+    with launcher.building(into) as builder:
+        _run_build(manifest, into, builder, log, timeout_s, log_cap_bytes)
     return dataclasses.replace(manifest, folder=into)
 
 
@@ -212,38 +205,6 @@ def private_copy(source: Path, target: Path) -> None:
                                     "file, folder or symlink")
 
 
-def _hand_to(folder: Path, uid: int) -> None:
-    """Make the copy the build's own (it is reachable only inside the build's sandbox)."""
-    for path in _tree(folder):
-        os.lchown(path, uid, uid)
-
-
-def _hand_back(folder: Path) -> None:
-    """After the build (and everything it started) is dead: give the copy back to root,
-    readable by every bot uid and writable by none, without setuid/setgid bits; anything
-    but folders, regular files and symlinks (a FIFO, a socket) is removed."""
-    for path in _tree(folder):
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
-            os.lchown(path, 0, 0)
-        elif stat.S_ISDIR(info.st_mode):
-            os.lchown(path, 0, 0)
-            os.chmod(path, 0o755)
-        elif stat.S_ISREG(info.st_mode):
-            os.lchown(path, 0, 0)
-            os.chmod(path, 0o755 if info.st_mode & 0o111 else 0o644)
-        else:
-            os.unlink(path)
-
-
-def _tree(folder: Path) -> Iterator[str]:
-    """``folder`` and everything under it, never following a symlink."""
-    yield str(folder)
-    for root, dirs, files in walk(folder):
-        for name in dirs + files:
-            yield os.path.join(root, name)
-
-
 class _Capture:
     """A build's output, kept bounded: the first and the last ``cap / 2`` bytes."""
 
@@ -270,18 +231,12 @@ class _Capture:
                 + self.tail.decode("utf-8", "replace")).strip()
 
 
-def _run_build(manifest: Manifest, folder: Path, sandbox: Sandbox | None, log: Path | None,
+def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path | None,
                timeout_s: float, cap: int) -> None:
-    from arena.launch.bubblewrap import SANDBOX_TMP
-    from arena.launch.process import BotProcess
-
-    # Confined: the environment of a bot (process.bot_environment), HOME in the private /tmp.
-    # Level none: the harness's own environment, as a build run by hand would have.
-    env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP} if sandbox is not None else dict(os.environ)
     what = f"bot {manifest.name}: build command {manifest.build!r}"
     # One stream, in order: the shell sends its stderr where its stdout goes.
     argv = ["sh", "-c", f"exec 2>&1; {manifest.build}"]
-    proc = BotProcess.start(argv, cwd=folder, env=env, pipes=True, sandbox=sandbox)
+    proc = launcher.start(argv, cwd=folder, env=launcher.build_environment(), pipes=True)
     capture = _Capture(cap)
     timed_out = False
     try:

@@ -7,7 +7,6 @@ through the referee.
 
 from __future__ import annotations
 
-import dataclasses
 import resource
 import tempfile
 import time
@@ -16,8 +15,8 @@ from pathlib import Path
 from arena.bots.manifest import Manifest, build
 from arena.bots.session import BotHandle
 from arena.engine import Ruleset
-from arena.errors import ArenaError, BotStartError, ConfigError
-from arena.launch.bubblewrap import LEVELS, Sandbox, UidClaim, check_strict_available
+from arena.errors import ArenaError, BotStartError
+from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.launch.process import ResourceLimits
 from arena.protocol.codec import load_schemas
 from arena.referee import DEFAULT_TIME_CONTROL, GameResult, MoveCallback, TimeControl, play_game
@@ -36,14 +35,16 @@ def unique_labels(names: list[str]) -> list[str]:
 
 
 def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
-              sandbox: Sandbox | None = None,
+              launcher: Launcher | None = None,
               build_dir: Path | None = None) -> tuple[list[Manifest], dict[int, str]]:
     """Build every bot once (a folder listed twice is built once); returns the manifests to
-    run (built copies under a sandbox) and index -> build error.
+    run (built copies under a strict launcher) and index -> build error.
 
-    With a ``sandbox`` each build runs confined in ``build_dir/<label>``, a private copy of
-    the bot's folder (see :func:`arena.bots.manifest.build`)."""
-    if sandbox is not None and build_dir is None:
+    When the ``launcher`` copies builds (strict), each build runs confined in
+    ``build_dir/<label>``, a private copy of the bot's folder (see
+    :func:`arena.bots.manifest.build`)."""
+    launcher = launcher or UnconfinedLauncher()
+    if launcher.copies_builds and build_dir is None:
         raise ValueError("sandboxed builds need a build_dir")
     built: dict[Path, Manifest | str] = {}
     runnable: list[Manifest] = []
@@ -53,7 +54,7 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
             label = file_name(labels[index])
             try:
                 built[manifest.folder] = build(
-                    manifest, inside(log_dir, f"{label}.build.log"), sandbox=sandbox,
+                    manifest, inside(log_dir, f"{label}.build.log"), launcher=launcher,
                     into=inside(build_dir, label) if build_dir is not None else None)
             except (ArenaError, OSError) as exc:
                 built[manifest.folder] = str(exc)
@@ -85,9 +86,10 @@ class BotPool:
     A bot whose build fails is kept in the pool as broken: each of its games is
     recorded as a start failure, so the rest of a match or tournament carries on.
 
-    ``sandbox`` is a level, ``"none"`` or ``"strict"`` (raises SandboxError if strict
-    cannot be provided here), or a :class:`Sandbox` to use for every bot. Under a
-    sandbox each bot gets a uid of its own, claimed for the pool's lifetime, and is built
+    ``launcher`` starts every bot (default: level none); it is checked first (raises
+    SandboxError if its level cannot be provided here), and ``limits`` replaces its
+    per-process limits. Each bot gets a launcher of its own (:meth:`Launcher.claim`: under
+    strict, a uid of its own, for the pool's lifetime). Under strict each bot is built
     confined in a private copy: in ``build_dir/<label>``, or in a temporary folder removed
     when the pool closes. Sandboxed bots are frozen off their turn (when the host has a
     cgroup freezer) unless ``pondering``.
@@ -95,40 +97,35 @@ class BotPool:
 
     def __init__(self, manifests: list[Manifest], log_dir: Path, *, labels: list[str] | None = None,
                  limits: ResourceLimits | None = None, do_build: bool = True,
-                 broken: dict[int, str] | None = None, sandbox: str | Sandbox = "none",
+                 broken: dict[int, str] | None = None, launcher: Launcher | None = None,
                  build_dir: Path | None = None, pondering: bool = False) -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         raise_open_files_limit()
         load_schemas()  # read the schema files now, never on a bot's clock
-        if isinstance(sandbox, str):
-            if sandbox not in LEVELS:
-                raise ConfigError(f"sandbox: expected one of {', '.join(LEVELS)}, got {sandbox!r}")
-            if sandbox == "strict":
-                check_strict_available()
-        self.sandbox = Sandbox() if sandbox == "strict" else sandbox if isinstance(sandbox, Sandbox) else None
-        self._uids = [UidClaim() for _ in manifests] if self.sandbox is not None else []
+        launcher = launcher or UnconfinedLauncher()
+        if limits is not None:
+            launcher = launcher.with_limits(limits)
+        launcher.check(pondering=pondering)
+        self.launcher = launcher
         self.labels = labels or unique_labels([m.name for m in manifests])
-        self.handles = [BotHandle(m, log_dir=log_dir, limits=limits, label=label,
-                                  sandbox=self._bot_sandbox(i), pondering=pondering)
-                        for i, (m, label) in enumerate(zip(manifests, self.labels, strict=True))]
+        self._claimed: list[Launcher] = []
+        for _ in manifests:
+            self._claimed.append(launcher.claim())
+        self.handles = [BotHandle(m, log_dir=log_dir, launcher=claimed, label=label, pondering=pondering)
+                        for m, label, claimed in zip(manifests, self.labels, self._claimed, strict=True)]
         self.build_errors: dict[int, str] = {}
         self._build_dir: Path | None = None
         if do_build:
-            if self.sandbox is not None and build_dir is None:
+            if launcher.copies_builds and build_dir is None:
                 self._build_dir = build_dir = Path(tempfile.mkdtemp(prefix="arena-builds-"))
-            built, self.build_errors = build_all(manifests, log_dir, self.labels, sandbox=self.sandbox,
+            built, self.build_errors = build_all(manifests, log_dir, self.labels, launcher=launcher,
                                                  build_dir=build_dir)
             for handle, manifest in zip(self.handles, built, strict=True):
                 handle.manifest = manifest  # the built copy, under a sandbox
         self.build_errors.update(broken or {})
         for index, error in self.build_errors.items():
             self.handles[index].broken = error
-
-    def _bot_sandbox(self, index: int) -> Sandbox | None:
-        if self.sandbox is None:
-            return None
-        return dataclasses.replace(self.sandbox, uid=self._uids[index].uid)
 
     def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
              first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
@@ -148,8 +145,8 @@ class BotPool:
     def close(self) -> None:
         for handle in self.handles:
             handle.close()
-        for claim in self._uids:
-            claim.release()
+        for claimed in self._claimed:
+            claimed.release()
         if self._build_dir is not None:
             remove_tree(self._build_dir)
             self._build_dir = None

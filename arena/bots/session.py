@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,8 +19,8 @@ from arena.bots.manifest import Manifest
 from arena.channel.session import BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError, BotTerminatedError, MalformedMessageError
-from arena.launch.bubblewrap import SANDBOX_TMP, Sandbox
-from arena.launch.process import BotProcess, ResourceLimits
+from arena.launch.launcher import Launcher, UnconfinedLauncher
+from arena.launch.process import BotProcess
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
 from arena.untrusted import file_name, inside
@@ -58,14 +56,12 @@ class BotHandle:
     protocol itself (handshake, request numbers, messages) is its :class:`BotSession`.
     """
 
-    def __init__(self, manifest: Manifest, *, log_dir: Path,
-                 limits: ResourceLimits | None = None, start_timeout_s: float = START_TIMEOUT_S,
-                 label: str | None = None, sandbox: Sandbox | None = None,
+    def __init__(self, manifest: Manifest, *, log_dir: Path, launcher: Launcher | None = None,
+                 start_timeout_s: float = START_TIMEOUT_S, label: str | None = None,
                  pondering: bool = False) -> None:
         self.manifest = manifest
         self.name = label or manifest.name
-        self._limits = limits or ResourceLimits()
-        self.sandbox = sandbox  # None: level none
+        self.launcher = launcher or UnconfinedLauncher()  # for this bot (a claimed one under strict)
         self.pondering = pondering  # True: never frozen between moves (see freeze)
         self._start_timeout_s = start_timeout_s
         self.stderr_log = inside(log_dir, f"{file_name(self.name)}.stderr.log")
@@ -77,7 +73,6 @@ class BotHandle:
         self.recycled = 0  # restarts between games because the CPU limit drew near
         self.markers: list[str] = []  # the process-tree marker of every process started
         self.cgroups: list[Path] = []  # and the cgroup folders of every sandboxed one
-        self._workdir: Path | None = None
         self.broken: str | None = None  # set when the bot cannot be built: never started
         self._silent_starts = 0  # starts in a row without a hello (see MAX_SILENT_STARTS)
         self._no_hello = False  # the last start ended without a hello (see hint)
@@ -113,23 +108,19 @@ class BotHandle:
         if self.is_running() and self.channel is not None and self.process is not None:
             # RLIMIT_CPU counts a process's whole life: a bot reused for hours of games
             # would be killed mid-game by a limit meant for runaways. Start a fresh one.
-            used = self.process.cpu_seconds()
-            if used < RECYCLE_CPU_SHARE * self._limits.cpu_seconds:
+            # Cheap: /proc is read only once the bot could be near the limit.
+            limit = self.launcher.limits.cpu_seconds
+            if not self.process.cpu_over(RECYCLE_CPU_SHARE * limit):
                 return
             log.info("bot %s: restarted between games after %.0f s of CPU (limit %d s per process)",
-                     self.name, used, self._limits.cpu_seconds)
+                     self.name, self.process.cpu_seconds(), limit)
             self.recycled += 1
             self.close()
         elif self.process is not None and self.hello:  # it left by itself after a game
             self.exited_on_its_own.append(self.process.describe_exit())
         self.kill()
-        if self.sandbox is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(self.name)}-"))
-            env = {"HOME": str(self._workdir), "TMPDIR": str(self._workdir)}
-        else:  # a private tmpfs inside the sandbox
-            env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
         stdio = self.manifest.protocol == "stdio"
-        limits = self._limits
+        limits = self.launcher.limits
         if stdio:
             argv = self.manifest.argv()
         else:  # the bridge gets more descriptors than the bot: see BRIDGE_OPEN_FILES
@@ -141,9 +132,8 @@ class BotHandle:
         except OSError:
             self._log_start = 0
         try:
-            self.process = BotProcess.start(
-                argv, cwd=self.manifest.folder, env=env, limits=limits,
-                stderr_log=self.stderr_log, pipes=True, sandbox=self.sandbox)
+            self.process = self.launcher.start_bot(argv, folder=self.manifest.folder, name=self.name,
+                                                   stderr_log=self.stderr_log, limits=limits)
         except BotStartError as exc:
             raise BotStartError(f"bot {self.name}: {exc}") from None
         self.starts += 1
@@ -268,9 +258,6 @@ class BotHandle:
         if self.process is not None:
             self.process.kill_tree()
             self.process = None
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
         self.hello = {}
 
     def close(self) -> None:

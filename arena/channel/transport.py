@@ -70,7 +70,7 @@ DEFAULT_MAX_PENDING = 64
 DEFAULT_SEND_TIMEOUT_S = 5.0
 
 _ALIVE_CHECK_S = 0.05  # how often a waiting recv looks at the process
-_OUTPUT_CHECK_S = 0.25  # how often it looks whether a sandboxed stdio bot still holds its stdout
+_OUTPUT_CHECK_S = 0.25  # how often it looks whether a bot still holds its stdout (output_copy_held)
 _EXIT_GRACE_S = 0.5  # after EOF / a dropped connection: time for the exit status to show
 _FLUSH_GRACE_S = 0.2  # after the process died: time for its last bytes to reach us
 _READ_CHUNK = 1 << 16  # a pipe's capacity; under the mmap threshold, so the buffer comes from the heap
@@ -282,9 +282,9 @@ class PipeChannel:
         os.set_blocking(self._out_fd, False)
         self._poll = select.poll()
         self._poll.register(self._out_fd, select.POLLIN)
-        # bwrap keeps its own copy of a sandboxed bot's stdout, so the bot closing it never
-        # shows as EOF: once the bot has written, look in /proc for it (see BotProcess.holds_pipe).
-        self._watch_pipe = process.sandbox is not None
+        # When its launcher keeps a copy of the bot's stdout, the bot closing it never shows
+        # as EOF: once the bot has written, ask the process (BotProcess.bot_holds_output).
+        self._watch_pipe = process.output_copy_held
         self._out_inode = os.fstat(self._out_fd).st_ino
         self._seen_output = False
         self._next_pipe_check = 0.0
@@ -366,7 +366,7 @@ class PipeChannel:
             raise BotTerminatedError(f"bot {self.name}: {self._process.describe_exit()}")
         if self._watch_pipe and self._seen_output and now >= self._next_pipe_check:
             self._next_pipe_check = now + _OUTPUT_CHECK_S
-            if not self._process.holds_pipe(self._out_inode):
+            if not self._process.bot_holds_output(self._out_inode):
                 self._read_available()
                 if self.inbox:
                     return self._take()

@@ -1,8 +1,9 @@
 """Confining untrusted bots: bubblewrap, a distinct uid per bot, cgroup limits.
 
-Two levels. ``none``: the resource limits and process-tree control of
-:mod:`arena.launch.process`, nothing more (a bot author's own machine). ``strict``: a
-:class:`Sandbox`, which runs the bot's command under bubblewrap (``bwrap``) with
+The bwrap side of the ``strict`` level (:class:`arena.launch.launcher.BubblewrapLauncher`,
+which starts the processes; level ``none`` is the resource limits and process-tree control
+of :mod:`arena.launch.process` alone). A :class:`Sandbox` makes the command line that runs
+the bot's command under bubblewrap (``bwrap``) with
 
 * its own mount, pid, network, ipc, uts and cgroup namespaces: no network at all (a
   loopback of its own), no view of other processes;
@@ -54,7 +55,6 @@ from arena.launch.cgroup import BotCgroup, detect
 from arena.launch.process import ResourceLimits
 from arena.resources import sample_bots_dir
 
-LEVELS = ("none", "strict")
 UID_BASE = 60000
 MAX_UIDS = 1000  # bots sandboxed at once on one machine
 SANDBOX_TMP = "/tmp"  # HOME and TMPDIR inside the sandbox
@@ -108,7 +108,7 @@ def runtime_paths() -> tuple[Path, ...]:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The strict confinement of a bot (``None`` elsewhere means level none)."""
+    """The strict confinement of a bot: the bwrap command line and its limits."""
 
     uid: int = UID_BASE  # and gid: the unprivileged identity the bot runs under
     limits: SandboxLimits = SandboxLimits()
@@ -422,5 +422,5 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-__all__ = ["BOT_ACCOUNT", "LEVELS", "SANDBOX_TMP", "UID_BASE", "Sandbox", "SandboxLimits", "UidClaim",
+__all__ = ["BOT_ACCOUNT", "SANDBOX_TMP", "UID_BASE", "Sandbox", "SandboxLimits", "UidClaim",
            "check_strict_available", "runtime_paths"]

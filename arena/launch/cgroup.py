@@ -112,8 +112,9 @@ def _parents() -> list[Path]:
 class BotCgroup:
     """One bot's groups (one folder per hierarchy; on v2 a single folder)."""
 
-    def __init__(self, folders: dict[str, Path], version: dict[str, int]) -> None:
+    def __init__(self, folders: dict[str, Path], version: dict[str, int], memory_bytes: int = 0) -> None:
         self.folders = folders  # controller -> folder
+        self.memory_bytes = memory_bytes  # the memory limit asked for (in force with "memory")
         self._version = version
         self._freezer_fd = -1  # freezer.state (v1, read-write) or cgroup.freeze (v2), kept open
         self._events_fd = -1  # v2: cgroup.events
@@ -135,7 +136,7 @@ class BotCgroup:
         name = f"{_PREFIX}{os.getpid()}-{next(_names)}"
         folders: dict[str, Path] = {}
         version: dict[str, int] = {}
-        group = cls(folders, version)
+        group = cls(folders, version, memory_bytes)
         try:
             for h in support.hierarchies:
                 folder = h.parent / name

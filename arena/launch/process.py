@@ -5,15 +5,9 @@ own working folder and resource limits (CPU seconds, address space, file size, o
 files, no core dumps). Its stderr (and its stdout too, unless it talks over pipes)
 goes to a per-bot log file, capped in size.
 
-Finding the whole tree: a bot may fork, and a grandchild may call ``setsid()`` and be
-reparented to init, leaving both the process group and the parent chain. So every bot
-gets a random marker in its environment, ``ARENA_BOT_MARKER=<uuid>``, inherited by
-everything it starts; :meth:`BotProcess.tree_pids` scans ``/proc`` for the bot's
-session, the parent-chain closure from there, and any process whose
-``/proc/<pid>/environ`` carries the marker. A descendant that both leaves the session
-*and* execs with a fresh environment *and* is orphaned is out of reach of ``/proc``;
-under a strict sandbox (:mod:`arena.launch.bubblewrap`) the bot's cgroup lists it anyway,
-and its pid namespace dies with the bot.
+This module starts a command as it is given: what wraps it (bubblewrap), its uid, its
+cgroup and its environment are the launcher's (:mod:`arena.launch.launcher`). Finding,
+measuring and killing the whole tree through ``/proc`` is :mod:`arena.launch.proctree`.
 
 The direct child is not reaped until :meth:`BotProcess.kill_tree`: :meth:`poll` looks
 at its exit status with ``waitid(WNOWAIT)``. The zombie keeps its pid, and so the
@@ -30,6 +24,7 @@ import ctypes
 import logging
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import threading
@@ -39,25 +34,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any
 
 from arena.errors import BotStartError, ConfigError
+from arena.launch.proctree import MARKER_VAR, ProcessTree, boot_ticks, pipe_holders
 
 if TYPE_CHECKING:
-    from arena.launch.bubblewrap import Sandbox
     from arena.launch.cgroup import BotCgroup
 
 log = logging.getLogger(__name__)
 
-MARKER_VAR = "ARENA_BOT_MARKER"
 BOT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _DRAIN_CHUNK = 1 << 16
-_FREEZE_BUDGET_S = 1.0  # after this, kill what we found even if it is not all stopped yet
-_MOP_UP_BUDGET_S = 2.0  # keep killing stragglers (e.g. stuck in a syscall) for this long
 _REAP_TIMEOUT_S = 5.0
 _DRAIN_JOIN_TIMEOUT_S = 2.0
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -139,24 +130,25 @@ def bot_environment(cwd: Path, env: Mapping[str, str] | None, marker: str) -> di
 
 
 class BotProcess:
-    """A started bot subprocess; use :meth:`start`, and always end with :meth:`kill_tree`
-    (or a ``with`` block), which also reaps it."""
+    """A started bot subprocess; use :meth:`start` (or a launcher's ``start``), and always
+    end with :meth:`kill_tree` (or a ``with`` block), which also reaps it."""
 
     pid: int
     marker: str
     stdin: IO[bytes] | None
     stdout: IO[bytes] | None
+    output_copy_held = False
+    """True when something besides the bot keeps a copy of its stdout pipe (bwrap does), so
+    the bot closing it never shows as EOF: then ask :meth:`bot_holds_output`."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], marker: str,
-                 drain: threading.Thread | None, born_ticks: int,
-                 sandbox: Sandbox | None = None, cgroup: BotCgroup | None = None) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], tree: ProcessTree,
+                 drain: threading.Thread | None, scratch: Path | None = None) -> None:
         self._popen = popen
-        self.sandbox = sandbox
-        self.cgroup = cgroup
-        self._born_ticks = born_ticks
+        self.tree = tree
+        self.cgroup = tree.cgroup
+        self.scratch = scratch  # a folder of the bot's own, removed once it is dead
         self.pid = popen.pid
-        self.marker = marker
-        self._marker_entry = f"{MARKER_VAR}={marker}".encode()
+        self.marker = tree.marker
         self.stdin = popen.stdin
         self.stdout = popen.stdout
         self._drain = drain
@@ -167,11 +159,12 @@ class BotProcess:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None,
+    def start(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
               limits: ResourceLimits = ResourceLimits(), stderr_log: Path | None = None,
-              stderr_cap_bytes: int = 1 << 20, pipes: bool = False,
-              sandbox: Sandbox | None = None) -> BotProcess:
-        """Start ``argv`` in a new session, in ``cwd`` (created if missing).
+              stderr_cap_bytes: int = 1 << 20, pipes: bool = False, pass_fds: Sequence[int] = (),
+              cgroup: BotCgroup | None = None, max_processes: int | None = None,
+              scratch: Path | None = None) -> BotProcess:
+        """Start ``argv`` as it is, in a new session, in ``cwd`` (created if missing).
 
         The environment is :func:`bot_environment`: PATH, HOME=cwd, LANG, TMPDIR=cwd,
         then ``env``, then the marker. With ``pipes`` the bot's stdin and stdout are
@@ -180,49 +173,36 @@ class BotProcess:
         appended to ``stderr_log``, at most ``stderr_cap_bytes`` per run, then one
         truncation line and the rest is drained and dropped; without a log it is dropped.
 
-        With a ``sandbox`` the command runs confined (:meth:`Sandbox.wrap`), in a cgroup of
-        its own when the host offers cgroups.
+        ``pass_fds`` are inherited (the caller closes them), the process joins ``cgroup``
+        before exec (the process owns it from then on: it is removed after the kill, or at
+        once if the start fails), ``max_processes`` is its RLIMIT_NPROC, and ``scratch`` is
+        removed after the kill. A launcher (:mod:`arena.launch.launcher`) fills these in.
 
         Raises BotStartError when the program cannot be started.
         """
         if not argv:
             raise BotStartError("cannot start a bot: empty command line")
+        argv = list(argv)
         cwd = Path(cwd).resolve()
         marker = uuid.uuid4().hex
         log_file: IO[bytes] | None = None
         read_fd = write_fd = -1
-        cgroup = None
-        max_processes = None
-        pass_fds: tuple[int, ...] = ()  # the seccomp filter for bwrap, closed once it started
-        if sandbox is not None:
-            from arena.launch.seccomp import filter_fd
-
-            pass_fds = (filter_fd(),)
-            try:
-                argv = sandbox.wrap(argv, folder=cwd, seccomp_fd=pass_fds[0])
-                cgroup = sandbox.make_cgroup()
-            except BaseException:
-                os.close(pass_fds[0])
-                raise
-            max_processes = sandbox.process_rlimit()
-            limits = sandbox.process_limits(limits, cgroup)
         try:
             cwd.mkdir(parents=True, exist_ok=True)
             if stderr_log is not None:
                 stderr_log.parent.mkdir(parents=True, exist_ok=True)
                 log_file = open(stderr_log, "ab")  # closed by the drain thread
                 read_fd, write_fd = os.pipe()
-            born_ticks = _boot_ticks() - 1  # every process of the bot starts after this
+            born_ticks = boot_ticks() - 1  # every process of the bot starts after this
+            born_at = time.monotonic()  # and has used no CPU before this
             err_target: int = write_fd if log_file is not None else subprocess.DEVNULL
             popen = subprocess.Popen(
                 argv, cwd=cwd, env=bot_environment(cwd, env, marker), bufsize=0,
                 stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if pipes else err_target,
-                stderr=err_target, close_fds=True, pass_fds=pass_fds, start_new_session=True,
+                stderr=err_target, close_fds=True, pass_fds=tuple(pass_fds), start_new_session=True,
                 preexec_fn=_child_setup(limits, cgroup.procs_files if cgroup else (), max_processes))
         except (OSError, subprocess.SubprocessError) as exc:
-            for fd in pass_fds:
-                os.close(fd)
             for fd in (read_fd, write_fd):
                 if fd >= 0:
                     os.close(fd)
@@ -230,10 +210,10 @@ class BotProcess:
                 log_file.close()
             if cgroup is not None:
                 cgroup.remove(timeout_s=0)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise BotStartError(f"cannot start {argv[0]!r} in {str(cwd)!r}: {reason}") from exc
-        for fd in pass_fds:
-            os.close(fd)
         drain = None
         if log_file is not None:
             os.close(write_fd)  # the bot holds the only write end: EOF once it and its tree die
@@ -244,7 +224,8 @@ class BotProcess:
                                      name=f"bot-stderr-{popen.pid}", daemon=True)
             drain.start()
         log.debug("started pid %d: %s", popen.pid, argv)
-        return cls(popen, marker, drain, born_ticks, sandbox, cgroup)
+        tree = ProcessTree(popen.pid, marker, born_ticks, cgroup, started_at=born_at)
+        return cls(popen, tree, drain, scratch)
 
     # -- state of the direct child ---------------------------------------------------
 
@@ -275,14 +256,23 @@ class BotProcess:
         """Whether the direct child is still running (its descendants may outlive it)."""
         return self.poll() is None
 
+    def exit_code(self) -> int | None:
+        """:meth:`poll`, with a wrapper's way of reporting a signal undone (see
+        :meth:`decode_status`)."""
+        code = self.poll()
+        return None if code is None else self.decode_status(code)
+
+    def decode_status(self, code: int) -> int:
+        """The bot's own exit status from the direct child's; a launcher whose wrapper
+        reports signals as statuses overrides it."""
+        return code
+
     def describe_exit(self) -> str:
         """``"running"``, ``"exit code 3"`` or ``"killed by signal 9 (SIGKILL)"``, and
         whether the bot went over its memory limit."""
-        code = self.poll()
+        code = self.exit_code()
         if code is None:
             return "running"
-        if self.sandbox is not None and code > 128:
-            code = 128 - code  # bwrap exits with 128 + the signal that killed the bot
         if code >= 0:
             text = f"exit code {code}"
         else:
@@ -291,9 +281,8 @@ class BotProcess:
             except ValueError:
                 text = f"killed by signal {-code}"
         if self.cgroup is not None and self.cgroup.oom_kills():
-            assert self.sandbox is not None
             text += (f", out of memory (a process of the bot went over its "
-                     f"{self.sandbox.limits.memory_bytes >> 20} MiB memory limit)")
+                     f"{self.cgroup.memory_bytes >> 20} MiB memory limit)")
         return text
 
     # -- freezing (cgroup freezer) -----------------------------------------------------
@@ -342,82 +331,28 @@ class BotProcess:
 
     def tree_pids(self) -> set[int]:
         """Every live (not zombie) process that belongs to this bot, found in ``/proc``."""
-        return set(self._scan())
+        return self.tree.pids()
 
     def cpu_seconds(self) -> float:
-        """The most CPU time (user + system) that any one live process of the bot has
-        used: what RLIMIT_CPU, which counts each process on its own, is measured against."""
-        return max((stat.cpu for stat in self._scan().values()), default=0) / _CLK_TCK
+        """The most CPU time any one live process of the bot has used (see
+        :meth:`ProcessTree.cpu_seconds`)."""
+        return self.tree.cpu_seconds()
 
-    def _scan(self) -> dict[int, _Stat]:
-        """Live members of the tree, each with its ``/proc/<pid>/stat`` fields.
+    def cpu_over(self, seconds: float) -> bool:
+        """Whether a process of the bot has used ``seconds`` of CPU; cheap while it
+        cannot have (see :meth:`ProcessTree.cpu_over`)."""
+        return self.tree.cpu_over(seconds)
 
-        Only processes started since the bot are considered: older ones cannot be its
-        descendants, and skipping them keeps the scan cheap (no environ reads).
-        """
-        if not self._reaped:
-            # The bot is the oldest process of its tree; trust its own start time over
-            # the clock reading taken in start().
-            root_stat = _read_stat(str(self.pid))
-            if root_stat is not None:
-                self._born_ticks = min(self._born_ticks, root_stat.start)
-        procs: dict[int, _Stat] = {}
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                stat = _read_stat(name)
-                if stat is not None and stat.start >= self._born_ticks:
-                    procs[int(name)] = stat
-        members: set[int] = set()
-        root = self.pid
-        if not self._reaped:  # the unreaped child pins its pid, so the session id is ours
-            members.update(pid for pid, stat in procs.items() if stat.sid == root or pid == root)
-        if self.cgroup is not None:
-            members.update(pid for pid in self.cgroup.pids() if pid in procs)
-        for pid in procs.keys() - members:
-            if _has_marker(pid, self._marker_entry):
-                members.add(pid)
-        children: dict[int, list[int]] = {}
-        for pid, stat in procs.items():
-            children.setdefault(stat.ppid, []).append(pid)
-        todo = list(members)
-        while todo:
-            for child in children.get(todo.pop(), ()):
-                if child not in members:
-                    members.add(child)
-                    todo.append(child)
-        members.discard(os.getpid())
-        members.discard(1)
-        return {pid: procs[pid] for pid in members if procs[pid].is_alive()}
-
-    def holds_pipe(self, inode: int) -> bool:
-        """Whether a process of the bot still has the pipe ``inode`` open, not counting
-        bwrap's own two processes (its monitor, our child, and the sandbox's init, the
-        monitor's child), which keep a copy of every descriptor they pass on."""
-        procs = {pid: _read_stat(str(pid)) for pid in
-                 (self.cgroup.pids() if self.cgroup is not None else self.tree_pids())}
-        needle = f"pipe:[{inode}]"
-        for pid, stat in procs.items():
-            if pid == self.pid or stat is None or stat.ppid == self.pid:
-                continue
-            try:
-                fds = os.listdir(f"/proc/{pid}/fd")
-            except OSError:
-                continue
-            for fd in fds:
-                try:
-                    if os.readlink(f"/proc/{pid}/fd/{fd}") == needle:
-                        return True
-                except OSError:
-                    pass
-        return False
+    def bot_holds_output(self, inode: int) -> bool:
+        """Whether a process of the bot still has its stdout, the pipe ``inode``, open.
+        Asked only when :attr:`output_copy_held` (a launcher keeps a copy of the pipe)."""
+        return bool(pipe_holders(inode, self.tree.pids()))
 
     def kill_tree(self, grace_s: float = 0.2) -> None:
         """Kill the bot and every descendant, then reap the bot. Idempotent.
 
-        SIGTERM to everything found, up to ``grace_s`` seconds to exit, then SIGSTOP
-        everything and rescan until every member is stopped and no new one appears (a
-        stopped process cannot fork), then SIGKILL them all. A frozen bot is thawed first:
-        a task held by a cgroup v1 freezer acts on no signal, not even SIGKILL.
+        A frozen bot is thawed first (a task held by a cgroup v1 freezer acts on no
+        signal, not even SIGKILL); then :meth:`ProcessTree.kill`.
         """
         with self._lock:
             if self._killed:
@@ -430,69 +365,13 @@ class BotProcess:
                         self.cgroup.thaw()
                     except OSError as exc:
                         log.warning("bot %d: cannot thaw %s: %s", self.pid, self.cgroup, exc)
-                found_none = self._terminate(grace_s) if grace_s > 0 else False
-                self._freeze_and_kill(empty_scans=1 if found_none else 0)
+                self.tree.kill(grace_s)
             finally:
                 self._reap()
                 if self.cgroup is not None and not self.cgroup.remove():
                     log.warning("bot %d: cgroup %s not empty after the kill", self.pid, self.cgroup)
-
-    def _terminate(self, grace_s: float) -> bool:
-        """SIGTERM and wait; True if the scan found nothing to terminate."""
-        members = self._scan()
-        if not members:
-            return True
-        for pid in members:
-            _signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        pause = 0.001
-        while time.monotonic() < deadline:
-            if all(_is_gone(pid) for pid in members):
-                break
-            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
-            pause = min(pause * 2, 0.02)
-        return False
-
-    def _freeze_and_kill(self, empty_scans: int) -> None:
-        stopped: set[int] = set()
-        deadline = time.monotonic() + _FREEZE_BUDGET_S
-        while True:
-            members = self._scan()
-            new = members.keys() - stopped
-            for pid in new:
-                _signal(pid, signal.SIGSTOP)
-            stopped |= new
-            if not members:
-                # A process that forked and exited between our listdir and its stat leaves
-                # a child we may have missed: only two empty scans in a row mean empty.
-                empty_scans += 1
-                if empty_scans >= 2:
-                    break
-            elif not new and all(_is_frozen(pid, stat) for pid, stat in members.items()):
-                break
-            if time.monotonic() > deadline:
-                log.warning("bot %d: tree not frozen after %.1f s, killing what was found",
-                            self.pid, _FREEZE_BUDGET_S)
-                break
-            if not new:
-                time.sleep(0.0005)
-        for pid in members:
-            _signal(pid, signal.SIGKILL)
-        # Anything stopped but no longer counted as ours (only a reused pid could be):
-        # let it go on.
-        for pid in stopped - members.keys():
-            if not _is_gone(pid):
-                _signal(pid, signal.SIGCONT)
-        deadline = time.monotonic() + _MOP_UP_BUDGET_S
-        while members:
-            members = self._scan()
-            for pid in members:
-                _signal(pid, signal.SIGKILL)
-            if members and time.monotonic() > deadline:
-                log.warning("bot %d: processes %s survive SIGKILL", self.pid, sorted(members))
-                break
-            if members:
-                time.sleep(0.002)
+                if self.scratch is not None:
+                    shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _reap(self) -> None:
         try:
@@ -501,6 +380,7 @@ class BotProcess:
             log.warning("bot %d: not reaped %.0f s after SIGKILL", self.pid, _REAP_TIMEOUT_S)
         else:
             self._reaped = True
+            self.tree.root_pinned = False
             if self._returncode is None:
                 self._returncode = self._popen.returncode
         for stream in (self.stdin, self.stdout):
@@ -521,98 +401,6 @@ class BotProcess:
 
     def __repr__(self) -> str:
         return f"<BotProcess pid={self.pid} {self.describe_exit()}>"
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # FileNotFoundError, PermissionError: the process is gone or not ours
-        return None
-    try:
-        parts = []
-        while chunk := os.read(fd, 1 << 16):
-            parts.append(chunk)
-        return b"".join(parts)
-    except OSError:  # ProcessLookupError (ESRCH) when it exits while we read
-        return None
-    finally:
-        os.close(fd)
-
-
-class _Stat(NamedTuple):
-    state: str  # R, S, D, T (stopped), Z (zombie), ...
-    ppid: int
-    sid: int
-    start: int  # clock ticks since boot
-    threads: int
-    cpu: int  # user + system time, clock ticks
-
-    def is_alive(self) -> bool:
-        # A thread-group leader that called pthread_exit() shows as a zombie while its
-        # other threads run on: still alive, and a kill() of its pid reaches them.
-        return self.state not in "ZX" or self.threads > 1
-
-
-def _read_stat(pid: str) -> _Stat | None:
-    """The fields of ``/proc/<pid>/stat`` we use, or None if the process is gone."""
-    data = _read(f"/proc/{pid}/stat")
-    if data is None:
-        return None
-    # The command name in parentheses may itself contain spaces and parentheses.
-    fields = data[data.rfind(b")") + 2:].split()
-    try:
-        return _Stat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]),
-                     int(fields[17]), int(fields[11]) + int(fields[12]))
-    except (IndexError, ValueError):
-        return None
-
-
-def _tasks(pid: int) -> list[str]:
-    try:
-        return os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-
-
-def _is_frozen(pid: int, stat: _Stat) -> bool:
-    if stat.state in "Tt":
-        return True
-    if stat.state not in "ZX":
-        return False
-    for tid in _tasks(pid):  # a zombie leader: look at the threads that are left
-        data = _read(f"/proc/{pid}/task/{tid}/stat")
-        if data is not None and data[data.rfind(b")") + 2:][:1] not in b"TtZX":
-            return False
-    return True
-
-
-def _has_marker(pid: int, entry: bytes) -> bool:
-    data = _read(f"/proc/{pid}/environ")
-    if data is None:  # a zombie leader has no environ of its own; its threads do
-        for tid in _tasks(pid):
-            data = _read(f"/proc/{pid}/task/{tid}/environ")
-            if data is not None:
-                break
-    return data is not None and entry in data.split(b"\0")
-
-
-def _boot_ticks() -> int:
-    """Now, in the clock of ``/proc/<pid>/stat`` starttime (ticks since boot)."""
-    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK)
-
-
-def _is_gone(pid: int) -> bool:
-    stat = _read_stat(str(pid))
-    return stat is None or not stat.is_alive()
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    if pid <= 1 or pid == os.getpid():
-        return
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 STDERR_LOG_MAX_BYTES = 16 << 20

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from arena.errors import ArenaError
-from arena.launch.bubblewrap import check_strict_available
 from arena.tournament.schedule import GameSpec
 from arena.tournament.series import Lineup, Played, build_lineup, lean
 from arena.untrusted import check_name, file_name, inside, refuse_symlinks, walk
@@ -172,14 +171,13 @@ def _unpack(name: str, digest: str, data: bytes) -> Path:
 def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: GameSpec) -> Played:
     """A Dask task: play one game with this worker thread's bot processes."""
     key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), lineup.labels,
-           lineup.sandbox, lineup.pondering)
+           lineup.launcher.level, lineup.pondering)
     pool_entry = getattr(_local, "pools", {}).get(key)
     if pool_entry is None:
         log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
         with _cache_lock():
             folders = {name: _unpack(name, digest, data) for name, (digest, data) in bundles.items()}
-            if lineup.sandbox == "strict":
-                check_strict_available()
+            lineup.launcher.check(pondering=lineup.pondering)
             # Under strict each pool builds confined in private copies of its own, and runs them.
             unpacked = dataclasses.replace(lineup, folders=tuple(folders[n] for n in lineup.labels))
             built = build_lineup(unpacked, log_dir, _cache_dir() / "builds" / log_dir.name)

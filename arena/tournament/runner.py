@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.clock import TimeControl
-from arena.launch.bubblewrap import check_strict_available
+from arena.launch.launcher import Launcher
 from arena.referee import GameResult
 from arena.tournament.config import TournamentConfig
 from arena.tournament.ratings import OnlineRatings
@@ -64,25 +64,29 @@ class RunSummary:
     seconds: float
 
 
-def tournament_lineup(config: TournamentConfig) -> Lineup:
-    """The lineup of a tournament: its entrants by name, its time control, rules and sandbox."""
+def tournament_lineup(config: TournamentConfig, launcher: Launcher | None = None) -> Lineup:
+    """The lineup of a tournament: its entrants by name, its time control, rules and the
+    launcher (default: the one for the config's sandbox level)."""
     return Lineup(config.folders, config.names, time_control=TimeControl(**config.time_control),
-                  ruleset=config.ruleset(), edition=config.edition, sandbox=config.sandbox,
-                  pondering=config.pondering)
+                  ruleset=config.ruleset(), edition=config.edition,
+                  launcher=launcher or Launcher.for_level(config.sandbox), pondering=config.pondering)
 
 
 def run_tournament(config: TournamentConfig, *, executor: Executor | None = None,
+                   launcher: Launcher | None = None,
                    on_progress: Callable[[Progress, GameSpec | None], None] | None = None,
                    on_build_error: Callable[[str, str], None] | None = None) -> RunSummary:
     """Play every scheduled game that is not stored yet; returns when done or interrupted.
+    Bots are started by ``launcher`` (default: the one for the config's sandbox level).
 
     ``executor`` plays the games elsewhere (a Dask cluster); by default local worker
     processes, ``config.concurrency`` of them. Raises SandboxError before anything is
     stored if the config asks for a strict sandbox that this machine cannot provide (a
     Dask executor checks on its workers instead)."""
     started = time.monotonic()
-    if executor is None and config.sandbox == "strict":
-        check_strict_available()
+    launcher = launcher or Launcher.for_level(config.sandbox)
+    if executor is None:
+        launcher.check()
     config.out.mkdir(parents=True, exist_ok=True)
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
@@ -93,10 +97,10 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         progress = Progress(total=total, done=already)
         _replay_ratings(store, progress)
         log_dir = config.out / "logs"
-        lineup = tournament_lineup(config)
+        lineup = tournament_lineup(config, launcher)
         # Under strict, built confined in <out>/builds/<name>/, which the workers then run; a
         # Dask cluster builds on its workers (the coordinator may not be able to sandbox).
-        if already < total and (executor is None or config.sandbox != "strict"):
+        if already < total and (executor is None or not launcher.copies_builds):
             lineup = build_lineup(lineup, log_dir, config.out / "builds")
         build_errors = {config.names[i]: error for i, error in lineup.broken.items()}
         for name, error in build_errors.items():

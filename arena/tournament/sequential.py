@@ -13,6 +13,7 @@ from pathlib import Path
 
 from arena.clock import TimeControl
 from arena.engine import Ruleset
+from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.records import append_record
 from arena.referee import GameResult
 from arena.tournament.schedule import GameSpec, sprt_schedule
@@ -72,13 +73,14 @@ class SprtRule:
 
 def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log_dir: Path,
              time_control: TimeControl, ruleset: Ruleset | None = None, out: Path | None = None,
-             on_pair: Callable[[SprtState], None] | None = None, sandbox: str = "none",
-             concurrency: int = 1) -> SprtState:
+             on_pair: Callable[[SprtState], None] | None = None,
+             launcher: Launcher | None = None, concurrency: int = 1) -> SprtState:
     """Play pairs (same circle, seats swapped) until the test accepts H0 or H1 or
     ``max_games`` are played. H1 is "NEW is stronger by elo1". With ``concurrency`` > 1
     the games run in that many worker processes; when the test decides, the games still
     in flight are abandoned (neither counted nor written to ``out``)."""
-    lineup = Lineup.of([new, old], time_control=time_control, ruleset=ruleset, sandbox=sandbox)
+    lineup = Lineup.of([new, old], time_control=time_control, ruleset=ruleset,
+                       launcher=launcher or UnconfinedLauncher())
     state = SprtState(sprt)
     executor: Executor
     if concurrency > 1:

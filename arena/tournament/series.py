@@ -4,7 +4,7 @@
 play their games through :func:`run_series`:
 
 - a :class:`Lineup` says who plays and how every game is played (bot folders, labels,
-  time control, rules, sandbox); it is a picklable value sent to every worker;
+  time control, rules, launcher); it is a picklable value sent to every worker;
 - a *schedule* (:func:`arena.tournament.schedule.iter_schedule` for a tournament, or
   ``match_schedule``, ``sprt_schedule``, ``gauntlet_schedule`` there) is a lazy sequence
   of :class:`GameSpec`: seats by label, seed, id;
@@ -29,7 +29,7 @@ from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool, build_all, unique_labels
 from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
 from arena.engine import Ruleset
-from arena.launch.bubblewrap import Sandbox
+from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult
 from arena.tournament.schedule import GameSpec
 
@@ -41,7 +41,7 @@ Played = tuple[GameSpec, GameResult]
 class Lineup:
     """The bots of a series and how each game is played; picklable (sent to every worker).
 
-    ``sandbox`` is the one place the confinement level lives ("none" or "strict").
+    ``launcher`` starts every bot and build (built once from the sandbox level, picklable).
     ``broken`` maps an entrant's index to its build error: its games are forfeits."""
 
     folders: tuple[Path, ...]
@@ -49,7 +49,7 @@ class Lineup:
     time_control: TimeControl = DEFAULT_TIME_CONTROL
     ruleset: Ruleset | None = None  # None: Patchwork of ``edition``
     edition: str = "revised"
-    sandbox: str = "none"
+    launcher: Launcher = field(default_factory=UnconfinedLauncher)
     pondering: bool = False
     broken: Mapping[int, str] = field(default_factory=dict)
 
@@ -71,7 +71,7 @@ class Lineup:
     def pool(self, log_dir: Path, *, do_build: bool = False, build_dir: Path | None = None) -> BotPool:
         """A pool of this lineup's bots, started lazily (a worker's, or :class:`InProcess`'s)."""
         return BotPool(self.manifests(), log_dir, labels=list(self.labels), do_build=do_build,
-                       broken=dict(self.broken), sandbox=self.sandbox, pondering=self.pondering,
+                       broken=dict(self.broken), launcher=self.launcher, pondering=self.pondering,
                        build_dir=build_dir)
 
     def play(self, pool: BotPool, spec: GameSpec, on_move: Callable[..., None] | None = None) -> GameResult:
@@ -83,9 +83,8 @@ class Lineup:
 def build_lineup(lineup: Lineup, log_dir: Path, build_dir: Path | None = None) -> Lineup:
     """Build every bot once, before workers start: the lineup to run, with the built copies
     (under strict: confined, in ``build_dir/<label>``) and the build errors as ``broken``."""
-    sandbox = Sandbox() if lineup.sandbox == "strict" else None
-    built, errors = build_all(lineup.manifests(), log_dir, list(lineup.labels), sandbox=sandbox,
-                              build_dir=build_dir if sandbox is not None else None)
+    built, errors = build_all(lineup.manifests(), log_dir, list(lineup.labels), launcher=lineup.launcher,
+                              build_dir=build_dir if lineup.launcher.copies_builds else None)
     return dataclasses.replace(lineup, folders=tuple(m.folder for m in built),
                                broken={**lineup.broken, **errors})
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from arena.errors import ArenaError
-from arena.launch.cgroup import remove_stale_groups
 from arena.tournament.schedule import GameSpec
 from arena.tournament.series import Lineup, Played, lean
 
@@ -115,8 +114,7 @@ class WorkerProcesses:
                 if why is None:  # the pipe is readable but the message is not whole yet
                     continue
                 busy.remove(worker)
-                if self.lineup.sandbox == "strict":
-                    remove_stale_groups()  # thaw and kill its bots (frozen ones ignore SIGKILL)
+                self.lineup.launcher.remove_stale()  # thaw and kill its bots (frozen ones ignore SIGKILL)
                 self.deaths[game.game_id] += 1
                 if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
                     raise ArenaError(
@@ -163,8 +161,7 @@ class WorkerProcesses:
                 worker.process.join(1)
             worker.conn.close()
         self._workers.clear()
-        if self.lineup.sandbox == "strict":
-            remove_stale_groups()  # of workers that had to be killed before they cleaned up
+        self.lineup.launcher.remove_stale()  # of workers that had to be killed before they cleaned up
 
 
 def _exit_status(code: int | None) -> str:

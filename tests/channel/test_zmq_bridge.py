@@ -15,6 +15,7 @@ import pytest
 from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool, sample_bots_dir
 from arena.engine import Termination
+from arena.launch.launcher import Launcher
 from arena.referee import GameResult, TimeControl
 from tests.helpers import live_bot_processes, misbehaving_bot
 
@@ -56,7 +57,8 @@ def watch() -> Iterator[dict[str, int]]:
 def play(tmp_path: Path, kind: str, sandbox: str = "strict") -> tuple[GameResult, dict[str, int], Path]:
     bad = misbehaving_bot(tmp_path / kind, kind)
     opponent = Manifest.load(sample_bots_dir() / "random")
-    with watch() as seen, BotPool([bad, opponent], tmp_path / "logs", sandbox=sandbox) as pool:
+    with watch() as seen, BotPool([bad, opponent], tmp_path / "logs",
+                                  launcher=Launcher.for_level(sandbox)) as pool:
         result = pool.play(0, 1, seed=1, time_control=TC, game_id="g")
     markers = [m for handle in pool.handles for m in handle.markers]
     assert live_bot_processes(markers) == [], "a bot process survived the match"
@@ -109,7 +111,7 @@ def test_a_missing_command_is_a_start_failure(tmp_path: Path) -> None:
 
     bad = write_bot(tmp_path / "nope", "nope", ["./does-not-exist"])
     opponent = Manifest.load(sample_bots_dir() / "random")
-    with BotPool([bad, opponent], tmp_path / "logs", sandbox="strict") as pool:
+    with BotPool([bad, opponent], tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
         result = pool.play(0, 1, seed=1, time_control=TC, game_id="g")
     assert result.termination is Termination.START_FAILURE, result.detail
     assert "cannot start" in result.detail and "does-not-exist': No such file" in result.detail

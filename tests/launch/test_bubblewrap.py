@@ -23,6 +23,7 @@ from arena.bots.pool import BotPool, sample_bots_dir
 from arena.engine import Termination
 from arena.errors import BotStartError, SandboxError
 from arena.launch.bubblewrap import UID_BASE, Sandbox, SandboxLimits, check_strict_available, runtime_paths
+from arena.launch.launcher import BubblewrapLauncher, Launcher
 from arena.referee import GameResult, TimeControl
 from tests.helpers import ARENA_ARGV, live_bot_processes, misbehaving_bot
 
@@ -35,13 +36,16 @@ def sandboxed_bot(tmp_path: Path, kind: str, *args: str, stdio: bool = False) ->
     """The misbehaving bot KIND in the folder tmp_path/bad-KIND."""
     return misbehaving_bot(tmp_path / f"bad-{kind}", kind, *args, stdio=stdio)
 
+STRICT = Launcher.for_level("strict")
+NONE = Launcher.for_level("none")
 
-def play(tmp_path: Path, manifest: Manifest, sandbox: str | Sandbox = "strict",
+
+def play(tmp_path: Path, manifest: Manifest, launcher: Launcher = STRICT,
          games: int = 1) -> tuple[list[GameResult], str]:
     """Games against random (the bad bot in seat 0); returns the results and the bad bot's
     stderr log, after checking that nothing of either bot is left."""
     opponent = Manifest.load(sample_bots_dir() / "random")
-    with BotPool([manifest, opponent], tmp_path / "logs", sandbox=sandbox) as pool:
+    with BotPool([manifest, opponent], tmp_path / "logs", launcher=launcher) as pool:
         results = [pool.play(0, 1, seed=game, time_control=TC, game_id=f"g{game}")
                    for game in range(games)]
     assert_nothing_left(pool)
@@ -51,7 +55,7 @@ def play(tmp_path: Path, manifest: Manifest, sandbox: str | Sandbox = "strict",
 def assert_nothing_left(pool: BotPool) -> None:
     markers = [m for handle in pool.handles for m in handle.markers]
     assert markers and live_bot_processes(markers) == [], "a bot process survived"
-    if pool.sandbox is not None and pool.sandbox.use_cgroups:
+    if isinstance(pool.launcher, BubblewrapLauncher) and pool.launcher.use_cgroups:
         groups = [g for handle in pool.handles for g in handle.cgroups]
         assert groups and not any(g.exists() for g in groups), "a bot cgroup was not emptied"
 
@@ -96,7 +100,7 @@ def test_command_exposes_only_the_runtime_and_the_bot(tmp_path: Path) -> None:
 def test_sample_bots_play_normally_under_strict(tmp_path: Path) -> None:
     names = ["random", "greedy", "cbot"]
     manifests = [Manifest.load(sample_bots_dir() / name) for name in names]
-    with BotPool(manifests, tmp_path / "logs", sandbox="strict") as pool:
+    with BotPool(manifests, tmp_path / "logs", launcher=STRICT) as pool:
         results = [pool.play(a, b, seed=a + b, time_control=TC) for a, b in ((0, 1), (1, 2), (2, 0))]
     assert all(r.termination is Termination.NORMAL for r in results), [r.detail for r in results]
     assert_nothing_left(pool)
@@ -104,17 +108,17 @@ def test_sample_bots_play_normally_under_strict(tmp_path: Path) -> None:
 
 def test_every_bot_runs_under_a_uid_of_its_own(tmp_path: Path) -> None:
     bots = [sandboxed_bot(tmp_path / name, "snoop") for name in ("a", "b", "c")]
-    with BotPool(bots[:2], tmp_path / "one", sandbox="strict") as one, \
-            BotPool(bots[2:], tmp_path / "two", sandbox="strict") as two:
+    with BotPool(bots[:2], tmp_path / "one", launcher=STRICT) as one, \
+            BotPool(bots[2:], tmp_path / "two", launcher=STRICT) as two:
         handles = one.handles + two.handles
         for handle in handles:
             handle.ensure_started()
             deadline = time.monotonic() + 5
             while "snoop: uid" not in handle.stderr_log.read_text() and time.monotonic() < deadline:
                 time.sleep(0.01)
-            assert handle.sandbox is not None
-            assert f"snoop: uid {handle.sandbox.uid}\n" in handle.stderr_log.read_text()
-        uids = {handle.sandbox.uid for handle in handles if handle.sandbox is not None}
+            assert isinstance(handle.launcher, BubblewrapLauncher)
+            assert f"snoop: uid {handle.launcher.uid}\n" in handle.stderr_log.read_text()
+        uids = {handle.launcher.uid for handle in handles if isinstance(handle.launcher, BubblewrapLauncher)}
         assert len(uids) == 3 and min(uids) >= UID_BASE
 
 
@@ -127,7 +131,10 @@ def test_no_network(tmp_path: Path, listener: int) -> None:
 
 
 def test_no_reading_other_bots_the_results_or_home(tmp_path: Path) -> None:
-    other = sample_bots_dir() / "greedy" / "bot.py"
+    # Another entrant's folder (the sample bots are package data, bound read-only for the SDK).
+    other = tmp_path / "other-bot" / "bot.py"
+    other.parent.mkdir()
+    other.write_text("print('my secret strategy')\n")
     results = tmp_path / "results"
     results.mkdir()
     (results / "tournament.db").write_bytes(b"SQLite format 3\0secret")
@@ -159,14 +166,14 @@ def test_no_writing_outside_its_temporary_folder(tmp_path: Path) -> None:
 
 def test_the_same_attempts_succeed_without_a_sandbox(tmp_path: Path, listener: int) -> None:
     """The probes are real: with --sandbox none they connect, read and write."""
-    _, log = play(tmp_path / "net", sandboxed_bot(tmp_path / "net", "net", str(listener)), "none")
+    _, log = play(tmp_path / "net", sandboxed_bot(tmp_path / "net", "net", str(listener)), NONE)
     assert "DONE" in lines(log, f"net 127.0.0.1:{listener}")[0]
     secret = tmp_path / "secret.db"
     secret.write_text("secret")
-    _, log = play(tmp_path / "snoop", sandboxed_bot(tmp_path / "snoop", "snoop", str(secret)), "none")
+    _, log = play(tmp_path / "snoop", sandboxed_bot(tmp_path / "snoop", "snoop", str(secret)), NONE)
     assert "DONE 6 bytes" in lines(log, "read ")[0]
     outside = tmp_path / "outside.txt"
-    _, log = play(tmp_path / "w", sandboxed_bot(tmp_path / "w", "write", str(outside)), "none")
+    _, log = play(tmp_path / "w", sandboxed_bot(tmp_path / "w", "write", str(outside)), NONE)
     assert outside.read_text() == "pwned\n"
 
 
@@ -225,8 +232,8 @@ def test_daemons_and_sigterm_ignorers_are_killed(tmp_path: Path, kind: str) -> N
 def test_without_cgroups_the_fallback_limits_are_stated_and_hold(tmp_path: Path) -> None:
     said = "\n".join(check_strict_available(use_cgroups=False))
     assert "memory: NO cgroup limit" in said and "RLIMIT_NPROC" in said
-    sandbox = Sandbox(use_cgroups=False, limits=SandboxLimits(processes=64))
-    (result,), log = play(tmp_path, sandboxed_bot(tmp_path, "fork_bomb"), sandbox)
+    launcher = Launcher.for_level("strict", sandbox_limits=SandboxLimits(processes=64), use_cgroups=False)
+    (result,), log = play(tmp_path, sandboxed_bot(tmp_path, "fork_bomb"), launcher)
     assert result.termination is Termination.NORMAL, result.detail
     children = int(lines(log, "fork_bomb: ")[-1].split()[1])
     assert 0 < children < 64
@@ -254,7 +261,7 @@ def test_an_unreadable_bot_folder_is_a_start_failure_that_says_why(tmp_path: Pat
     bot = sandboxed_bot(tmp_path, "snoop")
     bot.folder.chmod(0o700)
     with BotPool([bot, Manifest.load(sample_bots_dir() / "random")], tmp_path / "logs",
-                 sandbox="strict") as pool:
+                 launcher=STRICT) as pool:
         result = pool.play(0, 1, seed=0, time_control=TC)
     assert result.termination is Termination.START_FAILURE and "chmod -R o+rX" in result.detail
     with pytest.raises(BotStartError, match="mode 700"):

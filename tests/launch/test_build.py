@@ -17,7 +17,8 @@ import pytest
 from arena.bots.manifest import Manifest, build
 from arena.bots.pool import sample_bots_dir
 from arena.errors import BotStartError
-from arena.launch.bubblewrap import Sandbox, runtime_paths
+from arena.launch.bubblewrap import runtime_paths
+from arena.launch.launcher import Launcher
 from tests.helpers import ARENA_ARGV, arena, needs_strict, write_bot
 
 RANDOM = str(sample_bots_dir() / "random")
@@ -153,7 +154,7 @@ def test_build_past_its_time_limit_is_stopped_with_everything_it_started(tmp_pat
     started = time.monotonic()
     with pytest.raises(BotStartError, match="took more than 1 s"):
         build(manifest, tmp_path / "slow.build.log", timeout_s=1,
-              sandbox=Sandbox() if level == "strict" else None, into=tmp_path / "copy")
+              launcher=Launcher.for_level(level), into=tmp_path / "copy")
     assert time.monotonic() - started < 10
     assert _processes_with(token) == []
 

@@ -25,6 +25,7 @@ from arena.engine import Termination
 from arena.errors import ConfigError
 from arena.launch.bubblewrap import check_strict_available
 from arena.launch.cgroup import detect, remove_stale_groups, stale_groups
+from arena.launch.launcher import Launcher
 from arena.referee import TimeControl
 from arena.tournament.config import TournamentConfig, load_config
 from tests.helpers import arena, live_bot_processes, misbehaving_bot
@@ -73,7 +74,8 @@ def assert_nothing_left(pool: BotPool) -> None:
 def test_spinning_helpers_get_no_cpu_off_turn(tmp_path: Path, pondering: bool) -> None:
     spinner = misbehaving_bot(tmp_path / "spin", "spin_helpers", "2")
     sleeper = misbehaving_bot(tmp_path / "slow", "slow", str(SLOW_S), str(SLOW_MOVES))
-    with BotPool([spinner, sleeper], tmp_path / "logs", sandbox="strict", pondering=pondering) as pool:
+    with BotPool([spinner, sleeper], tmp_path / "logs", launcher=Launcher.for_level("strict"),
+                 pondering=pondering) as pool:
         spin = pool.handles[0]
         off_turn = [0.0]  # spinner CPU gained during the sleeper's turns
         slow_turns = [0]
@@ -103,7 +105,7 @@ def test_spinning_helpers_get_no_cpu_off_turn(tmp_path: Path, pondering: bool) -
 
 def test_sample_bots_play_normally_frozen_between_moves(tmp_path: Path) -> None:
     bots = [Manifest.load(sample_bots_dir() / name) for name in ("greedy", "cbot")]  # zmq, stdio
-    with BotPool(bots, tmp_path / "logs", sandbox="strict") as pool:
+    with BotPool(bots, tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
         for game in range(2):
             result = pool.play(game % 2, 1 - game % 2, seed=game, time_control=TC)
             assert result.termination == Termination.NORMAL, result.detail
@@ -118,7 +120,7 @@ def test_frozen_bot_is_killed_cleanly(tmp_path: Path) -> None:
     referee's path) and close() (the polite one) both leave nothing running or frozen."""
     stubborn = misbehaving_bot(tmp_path / "stubborn", "ignore_term")
     spinner = misbehaving_bot(tmp_path / "spin", "spin_helpers", "2")
-    with BotPool([stubborn, spinner], tmp_path / "logs", sandbox="strict") as pool:
+    with BotPool([stubborn, spinner], tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
         result = pool.play(0, 1, seed=1, time_control=TC)
         assert result.termination == Termination.NORMAL, result.detail
         for handle in pool.handles:
@@ -137,7 +139,8 @@ import json, os, signal, sys
 from pathlib import Path
 from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool
-pool = BotPool([Manifest.load(Path(sys.argv[1]))], Path(sys.argv[2]), sandbox="strict")
+from arena.launch.launcher import Launcher
+pool = BotPool([Manifest.load(Path(sys.argv[1]))], Path(sys.argv[2]), launcher=Launcher.for_level("strict"))
 handle = pool.handles[0]
 handle.ensure_started()
 assert handle.process.freeze(5.0)
@@ -171,7 +174,7 @@ def test_frozen_stdio_bot_never_blocks_a_send(tmp_path: Path) -> None:
     """Messages to a frozen bot wait in its pipe; past FROZEN_UNREAD_BYTES it is thawed to
     read them rather than fill the pipe (the 5 s send timeout would fault a healthy bot)."""
     bot = misbehaving_bot(tmp_path / "quiet", "spin_helpers", "0", stdio=True)
-    with BotPool([bot], tmp_path / "logs", sandbox="strict") as pool:
+    with BotPool([bot], tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
         handle = pool.handles[0]
         handle.ensure_started()
         handle.freeze()

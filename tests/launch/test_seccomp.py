@@ -24,7 +24,7 @@ from arena.bots.pool import BotPool, sample_bots_dir
 from arena.engine import Termination
 from arena.launch import seccomp
 from arena.launch.bubblewrap import Sandbox, UidClaim, check_strict_available
-from arena.launch.process import BotProcess
+from arena.launch.launcher import BubblewrapLauncher, Launcher
 from arena.referee import TimeControl
 from tests.helpers import ARENA_ARGV, misbehaving_bot, write_bot
 
@@ -210,7 +210,8 @@ def run_probe(tmp_path: Path, *, with_filter: bool = True) -> dict:
         sandbox = Sandbox(uid=claim.uid)
         argv = [sys.executable, "probe.py"]
         if with_filter:
-            bot = BotProcess.start(argv, cwd=folder, sandbox=sandbox, pipes=True, stderr_log=log)
+            launcher = BubblewrapLauncher(uid=claim.uid)
+            bot = launcher.start(argv, cwd=folder, pipes=True, stderr_log=log)
             try:
                 assert bot.stdout is not None
                 out = bot.stdout.read()
@@ -256,7 +257,7 @@ def test_keyring_exchange_between_two_bots_fails(tmp_path: Path) -> None:
     """Two strict bots, one after the other on the same uid and side by side, each try to
     leave a key readable by all and to find the other's: every attempt is refused."""
     bots = [misbehaving_bot(tmp_path / name, "keyring", name=f"keys-{name}") for name in ("a", "b")]
-    with BotPool(bots, tmp_path / "logs", sandbox="strict") as pool:
+    with BotPool(bots, tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
         results = [pool.play(0, 1, seed=seed, time_control=TC, game_id=f"g{seed}") for seed in (1, 2)]
     assert all(r.termination is Termination.NORMAL for r in results), [r.detail for r in results]
     for handle in pool.handles:
@@ -281,7 +282,7 @@ def test_mcts_and_a_node_bot_play_under_strict(tmp_path: Path) -> None:
     (tmp_path / "nodebot").chmod(0o755)
     (tmp_path / "nodebot" / "bot.js").write_text(NODE_BOT)
     manifests = [Manifest.load(sample_bots_dir() / "mcts"), node]
-    with BotPool(manifests, tmp_path / "logs", sandbox="strict") as pool:
+    with BotPool(manifests, tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
         result = pool.play(0, 1, seed=3, time_control=TimeControl(per_move_ms=200, bank_ms=2000,
                                                                     first_move_ms=20_000))
     logs = [h.stderr_log.read_text(errors="replace") for h in pool.handles]

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from arena.engine.components import GAMES, load_components
 from arena.errors import ConfigError
-from arena.launch.bubblewrap import LEVELS
+from arena.launch.launcher import LEVELS
 from arena.resources import sample_bots_dir
 from arena.schemas import KINDS, MISSING, check, got, load_schema, problems
 from tests.helpers import arena

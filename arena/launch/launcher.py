@@ -1,0 +1,258 @@
+"""The launcher: how every bot process (and every build) is started, for one sandbox level.
+
+A :class:`Launcher` is built once, from the level the user asked for
+(:meth:`Launcher.for_level`), and handed down to whatever starts processes: the pool, each
+bot's handle, the build step, tournament workers (it is a small picklable value; the heavy
+resources, the seccomp filter, cgroups and uid claims, are made in the process that starts
+the bot). Nothing else looks at the level.
+
+* :class:`UnconfinedLauncher` (level ``none``): the resource limits and process-tree
+  control of :mod:`arena.launch.process`, a private temporary HOME per bot, builds in the
+  bot's own folder with the harness's environment (a bot author's own machine).
+* :class:`BubblewrapLauncher` (level ``strict``): the command wrapped by bubblewrap
+  (:class:`~arena.launch.bubblewrap.Sandbox`) under the seccomp filter, a uid of the bot's
+  own (:meth:`Launcher.claim`), a cgroup of its own, HOME in the sandbox's private /tmp;
+  builds confined in a private copy. It also undoes bubblewrap's quirks: bwrap reports a
+  bot killed by signal n as exit status 128 + n, and keeps a copy of the bot's stdout, so
+  the bot closing it shows no EOF.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from arena.errors import ConfigError
+from arena.launch import seccomp
+from arena.launch.bubblewrap import (
+    SANDBOX_TMP,
+    UID_BASE,
+    Sandbox,
+    SandboxLimits,
+    UidClaim,
+    check_strict_available,
+    runtime_paths,
+)
+from arena.launch.cgroup import remove_stale_groups
+from arena.launch.process import BotProcess, ResourceLimits
+from arena.launch.proctree import pipe_holders, read_stat
+from arena.untrusted import file_name, walk
+
+LEVELS = ("none", "strict")
+"""The sandbox levels, as ``--sandbox`` and the tournament config's ``sandbox`` key spell them."""
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """Starts bot processes at one sandbox level; see the module docs. Build one with
+    :meth:`for_level`."""
+
+    limits: ResourceLimits = ResourceLimits()  # per process, for every bot it starts
+    level: ClassVar[str]
+    copies_builds: ClassVar[bool] = False
+    """True: a build runs in a private copy of the bot's folder (see :meth:`building`)."""
+
+    @staticmethod
+    def for_level(level: str, *, limits: ResourceLimits | None = None,
+                  sandbox_limits: SandboxLimits | None = None, use_cgroups: bool = True) -> Launcher:
+        """The launcher for ``level`` (``"none"`` or ``"strict"``); raises ConfigError for any
+        other. Nothing is checked yet: :meth:`check` says whether the level can be had here."""
+        limits = limits or ResourceLimits()
+        if level == UnconfinedLauncher.level:
+            return UnconfinedLauncher(limits)
+        if level == BubblewrapLauncher.level:
+            return BubblewrapLauncher(limits, sandbox_limits or SandboxLimits(), use_cgroups)
+        raise ConfigError(f"sandbox: expected one of {', '.join(LEVELS)}, got {level!r}")
+
+    def with_limits(self, limits: ResourceLimits) -> Launcher:
+        """This launcher with other per-process limits."""
+        return dataclasses.replace(self, limits=limits)
+
+    def check(self, *, pondering: bool = False) -> list[str]:
+        """The confinement in force, one line each (nothing for none). Raises SandboxError
+        when this level cannot be provided here."""
+        return []
+
+    def claim(self) -> Launcher:
+        """A launcher for one bot, holding what must not be shared between bots running at
+        once (a uid) until :meth:`release`. Not to be pickled."""
+        return self
+
+    def release(self) -> None:
+        """Give back what :meth:`claim` took (idempotent)."""
+
+    def start(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
+              limits: ResourceLimits | None = None, stderr_log: Path | None = None,
+              pipes: bool = False) -> BotProcess:
+        """Start ``argv`` in ``cwd`` at this level (see :meth:`BotProcess.start` for the
+        rest). Raises BotStartError when it cannot be started."""
+        return BotProcess.start(argv, cwd=cwd, env=env, limits=limits or self.limits,
+                                stderr_log=stderr_log, pipes=pipes)
+
+    def start_bot(self, argv: Sequence[str], *, folder: Path, name: str, stderr_log: Path,
+                  limits: ResourceLimits | None = None) -> BotProcess:
+        """Start a bot speaking over pipes, in its folder, with a HOME and TMPDIR of its own."""
+        scratch = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(name)}-"))
+        env = {"HOME": str(scratch), "TMPDIR": str(scratch)}
+        return BotProcess.start(argv, cwd=folder, env=env, limits=limits or self.limits,
+                                stderr_log=stderr_log, pipes=True, scratch=scratch)
+
+    def build_environment(self) -> dict[str, str]:
+        """The environment of a build: the harness's own, as a build run by hand would have."""
+        return dict(os.environ)
+
+    @contextmanager
+    def building(self, folder: Path) -> Iterator[Launcher]:
+        """The launcher a build in ``folder`` runs under, for the duration of the build."""
+        yield self
+
+    def remove_stale(self) -> None:
+        """Clean up after harness processes that died holding bots (their cgroups)."""
+
+
+@dataclass(frozen=True)
+class UnconfinedLauncher(Launcher):
+    """Level ``none``: resource limits and process-tree control only."""
+
+    level: ClassVar[str] = "none"
+
+
+class _BubblewrapProcess(BotProcess):
+    """A bot started under bwrap, whose two processes stand between us and the bot: its
+    monitor (our direct child) and the sandbox's init (the monitor's child)."""
+
+    output_copy_held = True  # both keep a copy of every descriptor they pass on
+
+    def decode_status(self, code: int) -> int:
+        return 128 - code if code > 128 else code  # bwrap exits with 128 + the bot's signal
+
+    def bot_holds_output(self, inode: int) -> bool:
+        candidates = self.cgroup.pids() if self.cgroup is not None else self.tree.pids()
+        bwrap = {self.pid} | {pid for pid in candidates
+                              if (s := read_stat(str(pid))) is not None and s.ppid == self.pid}
+        return bool(pipe_holders(inode, candidates - bwrap))
+
+
+@dataclass(frozen=True)
+class BubblewrapLauncher(Launcher):
+    """Level ``strict``: every process confined by bubblewrap (see the module docs)."""
+
+    sandbox_limits: SandboxLimits = SandboxLimits()
+    use_cgroups: bool = True  # False: rlimits only, as on a host without cgroups
+    uid: int = UID_BASE  # the bot's own once claimed (see claim)
+    writable_folder: bool = False  # a build's: see building
+    _claim: UidClaim | None = field(default=None, compare=False, repr=False)
+    level: ClassVar[str] = "strict"
+    copies_builds: ClassVar[bool] = True
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The bwrap command line's maker, with this machine's Python paths (made where it
+        is used: a launcher pickled to a Dask worker finds that machine's)."""
+        return Sandbox(uid=self.uid, limits=self.sandbox_limits, exposed=_runtime_paths(),
+                       use_cgroups=self.use_cgroups, writable_folder=self.writable_folder)
+
+    def check(self, *, pondering: bool = False) -> list[str]:
+        return check_strict_available(self.sandbox_limits, use_cgroups=self.use_cgroups,
+                                      pondering=pondering)
+
+    def claim(self) -> BubblewrapLauncher:
+        uid = UidClaim()
+        return dataclasses.replace(self, uid=uid.uid, _claim=uid)
+
+    def release(self) -> None:
+        if self._claim is not None:
+            self._claim.release()
+
+    def start(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
+              limits: ResourceLimits | None = None, stderr_log: Path | None = None,
+              pipes: bool = False) -> BotProcess:
+        cwd = Path(cwd).resolve()
+        sandbox = self.sandbox
+        filter_fd = seccomp.filter_fd()  # bwrap reads it at start; closed once it started
+        try:
+            wrapped = sandbox.wrap(argv, folder=cwd, seccomp_fd=filter_fd)
+            cgroup = sandbox.make_cgroup()
+            return _BubblewrapProcess.start(
+                wrapped, cwd=cwd, env=env, stderr_log=stderr_log, pipes=pipes, pass_fds=(filter_fd,),
+                limits=sandbox.process_limits(limits or self.limits, cgroup), cgroup=cgroup,
+                max_processes=sandbox.process_rlimit())
+        finally:
+            os.close(filter_fd)
+
+    def start_bot(self, argv: Sequence[str], *, folder: Path, name: str, stderr_log: Path,
+                  limits: ResourceLimits | None = None) -> BotProcess:
+        env = {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}  # a private tmpfs inside the sandbox
+        return self.start(argv, cwd=folder, env=env, limits=limits, stderr_log=stderr_log, pipes=True)
+
+    def build_environment(self) -> dict[str, str]:
+        """A bot's scrubbed environment (:func:`~arena.launch.process.bot_environment`),
+        HOME in the sandbox's private /tmp."""
+        return {"HOME": SANDBOX_TMP, "TMPDIR": SANDBOX_TMP}
+
+    @contextmanager
+    def building(self, folder: Path) -> Iterator[Launcher]:
+        """Under a uid of the build's own, with ``folder`` (a private copy) handed to it and
+        bound read-write; afterwards the copy is handed back to root (:func:`_hand_back`),
+        once the build and everything it started are dead."""
+        claim = UidClaim()
+        try:
+            builder = dataclasses.replace(self, uid=claim.uid, writable_folder=True, _claim=None)
+            _hand_to(folder, claim.uid)
+            try:
+                yield builder
+            finally:
+                _hand_back(folder)
+        finally:
+            claim.release()
+
+    def remove_stale(self) -> None:
+        remove_stale_groups()
+
+
+@functools.cache
+def _runtime_paths() -> tuple[Path, ...]:
+    return runtime_paths()
+
+
+def _hand_to(folder: Path, uid: int) -> None:
+    """Make the copy the build's own (it is reachable only inside the build's sandbox)."""
+    for path in _tree(folder):
+        os.lchown(path, uid, uid)
+
+
+def _hand_back(folder: Path) -> None:
+    """After the build (and everything it started) is dead: give the copy back to root,
+    readable by every bot uid and writable by none, without setuid/setgid bits; anything
+    but folders, regular files and symlinks (a FIFO, a socket) is removed."""
+    for path in _tree(folder):
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            os.lchown(path, 0, 0)
+        elif stat.S_ISDIR(info.st_mode):
+            os.lchown(path, 0, 0)
+            os.chmod(path, 0o755)
+        elif stat.S_ISREG(info.st_mode):
+            os.lchown(path, 0, 0)
+            os.chmod(path, 0o755 if info.st_mode & 0o111 else 0o644)
+        else:
+            os.unlink(path)
+
+
+def _tree(folder: Path) -> Iterator[str]:
+    """``folder`` and everything under it, never following a symlink."""
+    yield str(folder)
+    for root, dirs, files in walk(folder):
+        for name in dirs + files:
+            yield os.path.join(root, name)
+
+
+__all__ = ["LEVELS", "BubblewrapLauncher", "Launcher", "UnconfinedLauncher"]

@@ -1,0 +1,233 @@
+"""The launcher (arena.launch.launcher): one value per sandbox level, with real processes."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pickle
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import arena
+from arena.errors import BotStartError, ConfigError
+from arena.launch.bubblewrap import UID_BASE, SandboxLimits
+from arena.launch.launcher import LEVELS, BubblewrapLauncher, Launcher, UnconfinedLauncher
+from arena.launch.process import ResourceLimits
+from tests.helpers import needs_strict
+
+
+def py(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def wait_for(predicate, timeout: float = 10.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+
+
+def bot_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "bot"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    tmp_path.chmod(0o755)
+    return folder
+
+
+# ---------------------------------------------------------------- the value
+def test_for_level_builds_one_launcher_per_level() -> None:
+    assert LEVELS == ("none", "strict")
+    none, strict = (Launcher.for_level(level) for level in LEVELS)
+    assert isinstance(none, UnconfinedLauncher) and none.level == "none" and not none.copies_builds
+    assert isinstance(strict, BubblewrapLauncher) and strict.level == "strict" and strict.copies_builds
+    limits = ResourceLimits(cpu_seconds=5)
+    custom = Launcher.for_level("strict", limits=limits, sandbox_limits=SandboxLimits(processes=9),
+                                use_cgroups=False)
+    assert isinstance(custom, BubblewrapLauncher)
+    assert custom.limits == limits and custom.sandbox.limits.processes == 9 and not custom.sandbox.use_cgroups
+
+
+def test_the_config_schema_offers_the_launcher_levels() -> None:
+    from arena.tournament.config import SANDBOX_LEVELS
+
+    assert set(SANDBOX_LEVELS) == set(LEVELS)
+
+
+def test_an_unknown_level_is_a_one_line_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"^sandbox: expected one of none, strict, got 'loose'$"):
+        Launcher.for_level("loose")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_launcher_is_a_small_picklable_value(level: str) -> None:
+    """Tournament workers and Dask tasks get it pickled; nothing heavy travels with it."""
+    launcher = Launcher.for_level(level, limits=ResourceLimits(open_files=99))
+    data = pickle.dumps(launcher)
+    assert len(data) < 1000
+    assert pickle.loads(data) == launcher
+
+
+def test_no_module_but_the_launcher_looks_at_the_level() -> None:
+    """The level is a string only between the user and Launcher.for_level."""
+    package = Path(arena.__file__).parent
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.name == "launcher.py" and path.parent.name == "launch":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Constant) and side.value in LEVELS
+                    for side in [node.left, *node.comparators]) and "sandbox" in ast.unparse(node):
+                offenders.append(f"{path.relative_to(package)}:{node.lineno}: {ast.unparse(node)}")
+    assert offenders == []
+
+
+# ---------------------------------------------------------------- level none
+def test_unconfined_gives_each_bot_a_private_home_removed_after_the_kill(tmp_path: Path) -> None:
+    launcher = UnconfinedLauncher()
+    assert launcher.check() == [] and launcher.claim() is launcher
+    bot = launcher.start_bot(py("import os, sys, time; print(os.environ['HOME'], flush=True); "
+                                "time.sleep(100)"), folder=bot_folder(tmp_path), name="b/ot",
+                             stderr_log=tmp_path / "bot.log")
+    try:
+        assert bot.stdout is not None
+        home = Path(bot.stdout.readline().decode().strip())
+        assert home.is_dir() and home.name.startswith("arena-b_ot-") and bot.scratch == home
+        assert not bot.output_copy_held
+    finally:
+        bot.kill_tree()
+    assert not home.exists()
+
+
+def test_unconfined_builds_see_the_harness_environment() -> None:
+    assert UnconfinedLauncher().build_environment() == dict(os.environ)
+
+
+def test_a_failed_start_leaves_no_private_home(tmp_path: Path) -> None:
+    before = set(Path("/tmp").glob("arena-nosuch-*"))
+    with pytest.raises(BotStartError, match="cannot start"):
+        UnconfinedLauncher().start_bot([str(tmp_path / "no-such-program")], folder=bot_folder(tmp_path),
+                                       name="nosuch", stderr_log=tmp_path / "log")
+    assert set(Path("/tmp").glob("arena-nosuch-*")) == before
+
+
+# ---------------------------------------------------------------- level strict
+@needs_strict
+def test_strict_claims_a_uid_per_bot_until_released() -> None:
+    launcher = Launcher.for_level("strict")
+    assert any(line.startswith("bubblewrap") for line in launcher.check())
+    first, second = launcher.claim(), launcher.claim()
+    try:
+        assert isinstance(first, BubblewrapLauncher) and isinstance(second, BubblewrapLauncher)
+        assert UID_BASE <= first.uid != second.uid >= UID_BASE
+        assert first.sandbox.uid == first.uid
+    finally:
+        first.release()
+        second.release()
+    again = launcher.claim()
+    try:
+        assert isinstance(again, BubblewrapLauncher) and again.uid == min(first.uid, second.uid)
+    finally:
+        again.release()
+        again.release()  # idempotent
+
+
+@needs_strict
+def test_strict_reports_the_bots_signal_not_bwraps_exit_status(tmp_path: Path) -> None:
+    """bwrap exits with 128 + n when the bot dies of signal n; the launcher undoes that."""
+    launcher = Launcher.for_level("strict").claim()
+    folder = bot_folder(tmp_path)
+    try:
+        bot = launcher.start_bot(py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+                                 folder=folder, name="sig", stderr_log=tmp_path / "log")
+        try:
+            wait_for(lambda: bot.poll() is not None)
+            assert bot.poll() == 128 + signal.SIGKILL
+            assert bot.exit_code() == -signal.SIGKILL
+            assert bot.describe_exit() == "killed by signal 9 (SIGKILL)"
+        finally:
+            bot.kill_tree()
+        bot = launcher.start_bot(py("raise SystemExit(3)"), folder=folder, name="three",
+                                 stderr_log=tmp_path / "log")
+        try:
+            wait_for(lambda: bot.poll() is not None)
+            assert bot.describe_exit() == "exit code 3"
+        finally:
+            bot.kill_tree()
+    finally:
+        launcher.release()
+
+
+@needs_strict
+def test_strict_sees_a_bot_close_its_stdout_through_bwraps_copy(tmp_path: Path) -> None:
+    """bwrap keeps a copy of the bot's stdout: no EOF comes, the launcher's process looks."""
+    launcher = Launcher.for_level("strict").claim()
+    try:
+        bot = launcher.start_bot(py("""
+            import os, sys, time
+            print("hi", flush=True)
+            sys.stdin.readline()
+            os.close(1)
+            time.sleep(100)
+        """), folder=bot_folder(tmp_path), name="closer", stderr_log=tmp_path / "log")
+        try:
+            assert bot.output_copy_held and bot.stdin is not None and bot.stdout is not None
+            inode = os.fstat(bot.stdout.fileno()).st_ino
+            assert bot.stdout.readline() == b"hi\n"
+            assert bot.bot_holds_output(inode)
+            bot.stdin.write(b"go\n")
+            wait_for(lambda: not bot.bot_holds_output(inode))
+            assert bot.is_alive()
+        finally:
+            bot.kill_tree()
+    finally:
+        launcher.release()
+
+
+@needs_strict
+def test_strict_runs_bots_with_their_home_in_the_private_tmp(tmp_path: Path) -> None:
+    launcher = Launcher.for_level("strict").claim()
+    try:
+        bot = launcher.start_bot(py("import os; print(os.environ['HOME'], os.getuid(), flush=True)"),
+                                 folder=bot_folder(tmp_path), name="home", stderr_log=tmp_path / "log")
+        try:
+            assert bot.stdout is not None
+            assert isinstance(launcher, BubblewrapLauncher)
+            assert bot.stdout.readline().decode().split() == ["/tmp", str(launcher.uid)]
+            assert bot.scratch is None
+        finally:
+            bot.kill_tree()
+    finally:
+        launcher.release()
+
+
+def test_the_launch_modules_import_each_other_without_a_circle() -> None:
+    """process.py starts what it is given and knows nothing of bubblewrap or the launcher;
+    the launcher sits on top (type-only imports count too)."""
+    folder = Path(arena.__file__).parent / "launch"
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                found.update(n.split(".")[2] for n in names
+                             if n.startswith("arena.launch.") and len(n.split(".")) > 2)
+        graph[path.stem] = found - {path.stem}
+    assert graph["process"] <= {"proctree", "cgroup"} and "launcher" not in set().union(*(
+        deps for name, deps in graph.items() if name != "launcher"))
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        return any(dep == target or (dep not in seen and reaches(dep, target, seen | {dep}))
+                   for dep in graph.get(start, ()))
+
+    assert [name for name in graph if reaches(name, name, set())] == []
