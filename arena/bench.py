@@ -139,13 +139,14 @@ def bench_tournament(games_per_pairing: int = 100) -> None:
             from distributed import LocalCluster
 
             from arena.tournament.distributed import DaskExecutor
+            from arena.tournament.runner import tournament_lineup
         except ImportError:  # pragma: no cover
             print("  dask: not installed")
             return
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster:
             overall, steady, first = timed(
-                2, "dask", lambda config: DaskExecutor(config, cluster.scheduler_address))
+                2, "dask", lambda config: DaskExecutor(tournament_lineup(config), cluster.scheduler_address))
         extra_ms = (1 / steady - 1 / rates[2]) * 2 * 1000  # two workers: per game of worker time
         print(f"  dask LocalCluster, 2 workers: {overall:6.1f} games/s overall, {steady:6.1f} in steady "
               f"state, first game after {first:.2f} s (bots shipped and started)")

@@ -7,10 +7,12 @@ Run as ``python -m arena.bench_bots [--games 200] [--per-move-ms 1000] [--concur
 Every opponent plays game pairs on one seed (the same patch circle) with the seats
 swapped, as `arena play` does: games 2k and 2k+1 use seed S+k, the bot under test in
 seat 0 and then in seat 1 (seat 0 moves first). Pairs alternate between the opponents,
-so a run cut short is still balanced. Games run ``--concurrency`` at a time, each
-worker process with its own :class:`arena.bots.pool.BotPool` (its own bot processes, kept
-across games). A line is printed per finished game and the table every ``--table-every``
-games, so a partial run has partial results; the table again at the end:
+so a run cut short is still balanced (:func:`arena.tournament.schedule.gauntlet_schedule`). The
+bots are built once, then the games run ``--concurrency`` at a time through the series
+runner, each worker process with its own bot processes kept across games (a worker that
+dies has its game played again by a fresh one). A line is printed per finished game and
+the table every ``--table-every`` games, so a partial run has partial results; the table
+again at the end:
 
     opponent, games, wins, win rate, 95% Wilson interval, mean score margin,
     mean and max think time per move of the bot under test, moves over the per-move
@@ -22,20 +24,21 @@ A machine busy with other work makes a time-limited bot weaker, never stronger.
 from __future__ import annotations
 
 import argparse
-import multiprocessing.util
 import sys
 import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from arena.referee import TimeControl
+from arena.clock import TimeControl
+from arena.referee import GameResult
 from arena.report.stats import wilson_interval
+from arena.tournament.schedule import GameSpec, gauntlet_schedule
 
-_pool: Any = None  # the worker process's BotPool (see _start_worker)
-_keep_records = False
+if TYPE_CHECKING:
+    from arena.tournament.series import Lineup
 
 
 @dataclass
@@ -92,46 +95,24 @@ def format_table(bot: str, tallies: dict[str, Tally]) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ worker side
-def _start_worker(bot: str, opponents: list[str], log_root: str, keep_records: bool) -> None:
-    global _pool, _keep_records
-    from arena.bots.pool import BotPool, load_manifests
-
-    log_dir = Path(log_root) / f"worker-{multiprocessing.current_process().pid}"
-    _pool = BotPool(load_manifests([Path(bot)] + [Path(o) for o in opponents]), log_dir)
-    _keep_records = keep_records
-    if _pool.build_errors:
-        raise SystemExit(f"build failed: {_pool.build_errors}")
-    # Workers end with os._exit, which skips atexit: Finalize runs at a worker's exit.
-    multiprocessing.util.Finalize(None, _pool.close, exitpriority=10)
-
-
-def _play(opponent_index: int, seed: int, seat: int, edition: str,
-          time_control: TimeControl) -> GameSummary:
-    pool = _pool
-    seats = (0, opponent_index) if seat == 0 else (opponent_index, 0)
-    result = pool.play(*seats, seed=seed, edition=edition, time_control=time_control,
-                       game_id=f"bench-{seed}-{seat}")
+def summarize(lineup: Lineup, spec: GameSpec, result: GameResult, keep_record: bool) -> GameSummary:
+    """What the table needs of one game of the bot under test (``lineup.labels[0]``)."""
+    seat = 0 if spec.seat0 == lineup.labels[0] else 1
+    opponent = lineup.labels.index((spec.seat0, spec.seat1)[1 - seat])
     scores = result.scores
     think = [m["time_ms"] for m in result.record["moves"] if m["player"] == seat]
     return GameSummary(
-        opponent=opponent_index, seed=seed, seat=seat, won=result.winner == seat,
+        opponent=opponent, seed=spec.seed, seat=seat, won=result.winner == seat,
         margin=scores[seat] - scores[1 - seat], termination=result.termination.value,
         detail=result.detail, think_ms=think, duration_s=result.duration_s,
-        record=result.record if _keep_records else None)
-
-
-# ------------------------------------------------------------------ coordinator
-def schedule(games: int, opponents: int, seed: int) -> list[tuple[int, int, int]]:
-    """(opponent index from 1, seed, tested bot's seat) in play order: pairs on one seed
-    with the seats swapped, alternating opponents pair by pair."""
-    return [(opp, seed + k, seat) for k in range(games // 2)
-            for opp in range(1, opponents + 1) for seat in (0, 1)]
+        record=result.record if keep_record else None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from arena.bots.pool import load_manifests, sample_bots_dir, unique_labels
+    from arena.bots.pool import sample_bots_dir
     from arena.records import append_record
+    from arena.tournament.series import Lineup, build_lineup, run_series
+    from arena.tournament.workers import WorkerProcesses
 
     samples = sample_bots_dir()
     parser = argparse.ArgumentParser(prog="python -m arena.bench_bots", description=__doc__.splitlines()[0])
@@ -158,45 +139,44 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(name)
         return str(path if path.is_dir() else samples / name)
 
-    bot, opponents = folder(args.bot), [folder(o) for o in args.opponents]
-    labels = unique_labels([m.name for m in load_manifests([Path(p) for p in [bot, *opponents]])])
-    bot_name = labels[0]
     time_control = TimeControl(args.per_move_ms, args.bank_ms, args.first_move_ms)
-    jobs = schedule(args.games, len(opponents), args.seed)
+    lineup = Lineup.of([Path(folder(name)) for name in [args.bot, *args.opponents]],
+                       time_control=time_control, edition=args.edition)
+    labels = lineup.labels
+    bot_name = labels[0]
+    schedule = gauntlet_schedule(bot_name, labels[1:], args.games, args.seed)
+    total = args.games * (len(labels) - 1)
     tallies = {label: Tally() for label in labels[1:]}
     print(f"{bot_name} vs {', '.join(tallies)}: {args.games} games each, {args.per_move_ms} ms per "
           f"move (bank {args.bank_ms}, first move {args.first_move_ms}), {args.edition}, "
           f"concurrency {args.concurrency}, seeds from {args.seed}", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-bots-") as tmp:
-        log_root = str(args.logs or tmp)
-        with ProcessPoolExecutor(args.concurrency, initializer=_start_worker,
-                                 initargs=(bot, opponents, log_root, args.out is not None)) as executor:
-            pending: dict[Future[GameSummary], tuple[int, int, int]] = {}
-            queue = list(reversed(jobs))
-            done = 0
-            try:
-                while queue or pending:
-                    while queue and len(pending) < args.concurrency:
-                        job = queue.pop()
-                        pending[executor.submit(_play, job[0], job[1], job[2], args.edition,
-                                                time_control)] = job
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        del pending[future]
-                        game = future.result()
-                        done += 1
-                        tallies[labels[game.opponent]].add(game, args.per_move_ms, args.first_move_ms)
-                        if args.out is not None and game.record is not None:
-                            args.out.parent.mkdir(parents=True, exist_ok=True)
-                            append_record(args.out, game.record)
-                        print(_game_line(done, len(jobs), labels, game, started), flush=True)
-                        if done % args.table_every == 0 and done < len(jobs):
-                            print(format_table(bot_name, tallies), flush=True)
-            except KeyboardInterrupt:
-                print("interrupted: the table holds the games finished so far", flush=True)
-                for future in pending:
-                    future.cancel()
+        log_root = args.logs or Path(tmp)
+        lineup = build_lineup(lineup, log_root)  # once, before the workers start
+        if lineup.broken:
+            raise SystemExit(f"build failed: {dict(lineup.broken)}")
+        done = 0
+
+        def count(spec: GameSpec, result: GameResult) -> None:
+            nonlocal done
+            game = summarize(lineup, spec, result, args.out is not None)
+            done += 1
+            tallies[labels[game.opponent]].add(game, args.per_move_ms, args.first_move_ms)
+            if args.out is not None:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                append_record(args.out, result.record)
+            print(_game_line(done, total, labels, game, started), flush=True)
+            if done % args.table_every == 0 and done < total:
+                print(format_table(bot_name, tallies), flush=True)
+
+        executor = WorkerProcesses(lineup, log_root, args.concurrency)
+        try:
+            run_series(schedule, executor, count)
+        except KeyboardInterrupt:
+            print("interrupted: the table holds the games finished so far", flush=True)
+        finally:
+            executor.close()
     print(f"\n{bot_name}: {sum(t.games for t in tallies.values())} games in "
           f"{(time.monotonic() - started) / 60:.1f} min")
     print(format_table(bot_name, tallies))
@@ -206,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _game_line(done: int, total: int, labels: list[str], game: GameSummary, started: float) -> str:
+def _game_line(done: int, total: int, labels: Sequence[str], game: GameSummary, started: float) -> str:
     elapsed = time.monotonic() - started
     eta = elapsed / done * (total - done)
     outcome = "wins" if game.won else "loses"

@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.bots.manifest import Manifest, ManifestError
-from arena.bots.pool import BotPool, sample_bots_dir
+from arena.bots.pool import sample_bots_dir, unique_labels
 from arena.bots.session import START_TIMEOUT_S
 from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError
-from arena.launch.launcher import Launcher
+from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult, failure_detail, termination_for
+from arena.tournament.schedule import GameSpec, match_schedule
+from arena.tournament.series import InProcess, Lineup, run_series
 from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
 
 SLOW_START_S = 2.0
@@ -68,7 +70,11 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     opponent = Manifest.load(sample_bots_dir() / "random")
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
     logs = log_dir or Path(tempfile.mkdtemp(prefix="arena-check-"))
-    with BotPool([manifest, opponent], logs, launcher=launcher) as pool:
+    labels = tuple(unique_labels([manifest.name, opponent.name]))
+    lineup = Lineup((manifest.folder, opponent.folder), labels, time_control=tc, ruleset=ruleset,
+                    launcher=launcher or UnconfinedLauncher())
+    with InProcess(lineup, logs) as executor:
+        pool = executor.pool
         report.log = pool.handles[0].stderr_log
         report.lines.append(f"bot log: {report.log}")
         if 0 in pool.build_errors:
@@ -92,10 +98,11 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         slowest = [0.0, 0.0]  # the bot's slowest first move of a game, and other move
         over: list[tuple[float, int]] = []  # moves over their limit: ms, limit
         stale = 0
-        for game in range(games):
-            seats = (0, 1) if game % 2 == 0 else (1, 0)
-            result = pool.play(*seats, seed=game // 2, time_control=tc, ruleset=ruleset,
-                               game_id=f"check-{game + 1}")
+
+        def judge(spec: GameSpec, result: GameResult) -> None:
+            nonlocal stale
+            seats = lineup.seats(spec)
+            number = spec.index + 1
             moves = result.record["moves"]
             limits = move_limits_ms(tc, [m["player"] for m in moves])
             mine = [(m["time_ms"], limit) for m, limit in zip(moves, limits, strict=True)
@@ -105,12 +112,14 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 if took > limit:
                     over.append((took, limit))
             stale += result.stale_replies  # all the bot's: the opponent (random) sends none
-            report.lines.append(f"game {game + 1} (seat {seats.index(0)}): "
+            report.lines.append(f"game {number} (seat {seats.index(0)}): "
                                 f"{outcome_text(result, seats)}, {len(mine)} moves"
                                 + (", normal" if result.loser is None else ""))
             if result.loser is not None and seats[result.loser] == 0:
-                report.problems.append(f"game {game + 1}: {result.termination.value}: "
-                                       f"{result.detail}")
+                report.problems.append(f"game {number}: {result.termination.value}: {result.detail}")
+
+        # Both seats on each seed (0, 0, 1, 1, ...), the bot in seat 0 first, as `arena play` plays.
+        run_series(match_schedule(labels[0], labels[1], games, 0, "check"), executor, judge)
         exits = pool.handles[0].exited_on_its_own
         if exits:
             report.problems.append(

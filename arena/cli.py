@@ -17,7 +17,7 @@ from arena.engine.components import GAMES
 from arena.errors import ArenaError
 from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
 from arena.launch.launcher import Launcher
-from arena.tournament.config import MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
+from arena.tournament.config import MAX_CONCURRENCY, MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
 from arena.untrusted import for_terminal
 
 GAMES_RANGE = click.IntRange(1, MAX_SCHEDULED_GAMES)  # the limits of a tournament config, for every command
@@ -275,53 +275,53 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
       arena play path/to/mybot sample_bots/mcts --games 10
       arena play sample_bots/mcts sample_bots/greedy --games 2 --show
     """
-    from arena.bots.pool import BotPool, load_manifests
     from arena.checks import outcome_text
     from arena.clock import TimeControl
     from arena.engine.render import render
     from arena.records import append_record
+    from arena.tournament.schedule import match_schedule
+    from arena.tournament.series import InProcess, Lineup, run_series
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
     rules = _ruleset(game, edition, components_file)
-    manifests = load_manifests([bot_a, bot_b])
     _start_trace(trace)
+    launcher = _launcher(sandbox, pondering)
+    lineup = Lineup.of([bot_a, bot_b], time_control=tc, ruleset=rules, launcher=launcher, pondering=pondering)
+    names = lineup.labels
     wins = [0, 0]
     failures = 0
-    launcher = _launcher(sandbox, pondering)
-    with BotPool(manifests, logs, launcher=launcher, pondering=pondering) as pool:
-        for error in pool.build_errors.values():
+
+    def show_move(spec, state, entry) -> None:  # type: ignore[no-untyped-def]
+        seats = (spec.seat0, spec.seat1)
+        click.echo(f"\n{_describe_move(entry, seats)} ({entry['time_ms']:.0f} ms)")
+        click.echo(render(state, seats))
+
+    def report(spec, result) -> None:  # type: ignore[no-untyped-def]
+        nonlocal failures
+        seats = lineup.seats(spec)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            append_record(out, result.record)
+        winner = seats[result.winner]
+        wins[winner] += 1
+        failures += result.termination.value != "normal"
+        line = f"game {spec.index + 1}: seed {spec.seed}, {spec.seat0} (seat 0) vs {spec.seat1} (seat 1): "
+        if result.loser is None:
+            s0, s1 = result.scores
+            line += f"{s0} : {s1}, {names[winner]} wins"
+        else:  # the scores of a game cut short mean nothing
+            line += (f"aborted, {names[seats[result.loser]]} "
+                     f"{outcome_text(result, seats, seats[result.loser])}, {names[winner]} wins")
+        line += f" ({result.termination.value}) in {result.duration_s:.2f} s"
+        if result.detail:
+            _echo_detail(result.detail, line + ": ")
+        else:
+            click.echo(for_terminal(line, newlines=False))
+
+    with InProcess(lineup, logs, on_move=show_move if show else None) as executor:
+        for error in executor.pool.build_errors.values():
             click.echo(f"warning: {for_terminal(error, newlines=False)}", err=True)
-        names = pool.labels
-        for number in range(games):
-            seats = (0, 1) if number % 2 == 0 else (1, 0)
-            game_seed = seed + number // 2
-
-            def show_move(state, entry, seats=seats):  # type: ignore[no-untyped-def]
-                click.echo(f"\n{_describe_move(entry, tuple(names[s] for s in seats))}"
-                           f" ({entry['time_ms']:.0f} ms)")
-                click.echo(render(state, (names[seats[0]], names[seats[1]])))
-
-            result = pool.play(*seats, seed=game_seed, time_control=tc, ruleset=rules,
-                               game_id=f"play-{number + 1}", on_move=show_move if show else None)
-            if out is not None:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                append_record(out, result.record)
-            winner = seats[result.winner]
-            wins[winner] += 1
-            failures += result.termination.value != "normal"
-            line = (f"game {number + 1}: seed {game_seed}, {names[seats[0]]} (seat 0) vs "
-                    f"{names[seats[1]]} (seat 1): ")
-            if result.loser is None:
-                s0, s1 = result.scores
-                line += f"{s0} : {s1}, {names[winner]} wins"
-            else:  # the scores of a game cut short mean nothing
-                line += (f"aborted, {names[seats[result.loser]]} "
-                         f"{outcome_text(result, seats, seats[result.loser])}, {names[winner]} wins")
-            line += f" ({result.termination.value}) in {result.duration_s:.2f} s"
-            if result.detail:
-                _echo_detail(result.detail, line + ": ")
-            else:
-                click.echo(for_terminal(line, newlines=False))
+        run_series(match_schedule(names[0], names[1], games, seed, "play"), executor, report)
     click.echo(f"summary: {names[0]} {wins[0]} - {wins[1]} {names[1]} over {games} game(s); "
                f"{failures} ended abnormally" + (f"; records appended to {out}" if out else ""))
 
@@ -422,8 +422,9 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
     executor = None
     if dask_address:
         from arena.tournament.distributed import DaskExecutor
+        from arena.tournament.runner import tournament_lineup
 
-        executor = DaskExecutor(config, dask_address, launcher=launcher)
+        executor = DaskExecutor(tournament_lineup(config, launcher), dask_address)
     display = ProgressDisplay()
     summary = run_tournament(
         config, executor=executor, launcher=launcher, on_progress=display.update,
@@ -523,6 +524,9 @@ def ratings(results: Path, csv_path: Path | None) -> None:
 @click.option("--beta", type=float, default=0.05, show_default=True,
               help="Chance of accepting H0 when H1 holds.")
 @click.option("--max-games", type=click.IntRange(2, MAX_SCHEDULED_GAMES), default=2000, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
+              help="Games at once, each in a worker process; when the test decides, games still "
+                   "being played are dropped.")
 @click.option("--seed", type=SEEDS, default=1, show_default=True)
 @click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
@@ -533,13 +537,14 @@ def ratings(results: Path, csv_path: Path | None) -> None:
 @_game_options
 @_sandbox_option("none")
 def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: float, max_games: int,
-         seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int, bank_ms: int,
-         first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
+         concurrency: int, seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int,
+         bank_ms: int, first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
     """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
     Exit status: 0 when H1 is accepted, 1 when H0 is accepted, 2 when max-games ran out.
     """
+    from arena.clock import TimeControl
     from arena.tournament.sequential import run_sprt
     from arena.tournament.sprt import SPRT
 
@@ -556,19 +561,14 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     launcher = _launcher(sandbox)
     state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, launcher=launcher,
                      ruleset=_ruleset(game, edition, components_file),
-                     time_control=_tc(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report)
+                     time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report,
+                     concurrency=concurrency)
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",
                "accept H0": f"H0 accepted: {new.name} is not stronger by {elo1:g} elo",
                "continue": f"no decision after {state.games} games (max-games reached)"}[state.status]
     click.echo(verdict + (f"; {state.failures} game(s) ended abnormally" if state.failures else ""))
     raise SystemExit({"accept H1": 0, "accept H0": 1, "continue": 2}[state.status])
-
-
-def _tc(per_move_ms: int, bank_ms: int, first_move_ms: int):  # type: ignore[no-untyped-def]
-    from arena.referee import TimeControl
-
-    return TimeControl(per_move_ms, bank_ms, first_move_ms)
 
 
 @main.command()

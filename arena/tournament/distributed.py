@@ -7,32 +7,32 @@ unpacked there into a cache keyed by that hash (execute bits kept), then built b
 worker thread's pool (under strict: confined, in a private copy that the pool then runs).
 Each worker thread keeps its own bot processes across the games it plays. Results
 stream back with ``as_completed`` and are stored by the coordinator, so resuming works
-the same as locally.
+the same as locally. A worker that dies has its games rescheduled by Dask; a scheduler
+that is lost ends the run with one line (the games stored so far are kept).
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import dataclasses
 import fcntl
 import hashlib
 import io
+import logging
 import os
 import tarfile
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from arena.bots.manifest import Manifest
-from arena.bots.pool import BotPool, build_all
 from arena.errors import ArenaError
-from arena.launch.launcher import Launcher
-from arena.tournament.config import Entrant, TournamentConfig
-from arena.tournament.runner import Finished, play_spec
 from arena.tournament.schedule import GameSpec
+from arena.tournament.series import Lineup, Played, build_lineup, lean
 from arena.untrusted import check_name, file_name, inside, refuse_symlinks, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
@@ -71,49 +71,66 @@ def bundle_hash(data: bytes) -> str:
 
 
 class DaskExecutor:
-    """Plays games as Dask tasks on the cluster whose scheduler is at ``address``."""
+    """Plays a lineup's games as Dask tasks on the cluster whose scheduler is at ``address``
+    (an executor of :func:`arena.tournament.series.run_series`)."""
 
-    def __init__(self, config: TournamentConfig, address: str, *, launcher: Launcher | None = None,
-                 timeout_s: float = 15.0) -> None:
+    def __init__(self, lineup: Lineup, address: str, *, timeout_s: float = 15.0) -> None:
         from distributed import Client
 
-        self.config = config
-        # Pickled with every task; each worker makes its sandbox's resources itself.
-        self.launcher = launcher or Launcher.for_level(config.sandbox)
+        self.lineup = lineup
+        self.address = address
+        _quiet_dask_logs()
         try:
             self.client = Client(address, timeout=timeout_s)
         except (OSError, TimeoutError, ValueError) as exc:
             raise ArenaError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self._futures: list[Any] = []
 
-    def run(self, specs: Iterable[GameSpec]) -> Iterator[Finished]:
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
         from distributed import KilledWorker, as_completed
 
-        bundles = {}
-        for entrant in self.config.entrants:
-            data = pack_bot(entrant.folder)
-            bundles[entrant.name] = (bundle_hash(data), data)
-        # One transfer per bot and worker, whatever the number of games.
-        shipped = self.client.scatter({name: bundle for name, bundle in bundles.items()},
-                                      broadcast=True, hash=False)
-        config_json = self.config.to_json()
-        self._futures = [
-            self.client.submit(play_on_worker, config_json, shipped, spec, self.launcher, pure=False,
-                               key=f"arena-{os.getpid()}-{spec.game_id}")
-            for spec in specs]
-        for future in as_completed(self._futures):
-            try:
-                spec, record, duration = future.result()
-            except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
-                raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
-                                 f"{exc} The games stored so far are kept; run the same command again "
-                                 "to retry it") from None
-            yield spec, record, duration
+        try:
+            bundles = {}
+            for label, folder in zip(self.lineup.labels, self.lineup.folders, strict=True):
+                data = pack_bot(folder)
+                bundles[label] = (bundle_hash(data), data)
+            # One transfer per bot and worker, whatever the number of games; the lineup too
+            # (its rules are ~5 KB pickled: too much to send with every game).
+            shipped = self.client.scatter(bundles, broadcast=True, hash=False)
+            lineup = self.client.scatter(self.lineup, broadcast=True, hash=False)
+            self._futures = [
+                self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
+                                   key=f"arena-{os.getpid()}-{spec.game_id}")
+                for spec in specs]
+            for future in as_completed(self._futures):
+                yield future.result()
+        except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
+            raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
+                             f"{exc} The games stored so far are kept; run the same command again "
+                             "to retry it") from None
+        except ArenaError:  # ours (a bot folder that cannot be packed)
+            raise
+        except (Exception, asyncio.CancelledError) as exc:
+            if self.client.status == "running" and not isinstance(exc, (OSError, asyncio.CancelledError,
+                                                                        CancelledError)):
+                raise ArenaError(f"a game failed on a Dask worker: {type(exc).__name__}: "
+                                 f"{str(exc)[:300]}") from None
+            raise ArenaError(f"lost the Dask scheduler at {self.address} ({type(exc).__name__}); the "
+                             "games stored so far are kept: run the same command again to play the "
+                             "rest") from None
 
     def close(self) -> None:
         for future in self._futures:
             future.cancel()
         self.client.close()
+
+
+def _quiet_dask_logs() -> None:
+    """Dask's client logs its connection troubles on stderr (with tracebacks); here they
+    end as one ArenaError instead. Its config gives some loggers levels of their own."""
+    names = [name for name in logging.root.manager.loggerDict if name.split(".")[0] == "distributed"]
+    for name in ["distributed", *names]:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 # ------------------------------------------------------------------ on the worker
@@ -151,31 +168,24 @@ def _unpack(name: str, digest: str, data: bytes) -> Path:
     return target
 
 
-def play_on_worker(config_json: dict[str, Any], bundles: dict[str, tuple[str, bytes]],
-                   spec: GameSpec, launcher: Launcher | None = None) -> Finished:
+def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: GameSpec) -> Played:
     """A Dask task: play one game with this worker thread's bot processes."""
-    config = TournamentConfig.from_json(config_json)
-    launcher = launcher or Launcher.for_level(config.sandbox)
-    key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), config.edition,
-           launcher, config.pondering)
+    key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), lineup.labels,
+           lineup.launcher.level, lineup.pondering)
     pool_entry = getattr(_local, "pools", {}).get(key)
     if pool_entry is None:
         log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
         with _cache_lock():
             folders = {name: _unpack(name, digest, data) for name, (digest, data) in bundles.items()}
-            config = dataclasses.replace(config, entrants=tuple(
-                Entrant(e.name, folders[e.name], e.description) for e in config.entrants))
-            manifests = [Manifest.load(folder) for folder in config.folders]
-            launcher.check()
+            lineup.launcher.check(pondering=lineup.pondering)
             # Under strict each pool builds confined in private copies of its own, and runs them.
-            manifests, broken = build_all(manifests, log_dir, list(config.names), launcher=launcher,
-                                          build_dir=_cache_dir() / "builds" / log_dir.name)
-        pool = BotPool(manifests, log_dir, labels=list(config.names), do_build=False, broken=broken,
-                       launcher=launcher, pondering=config.pondering)
+            unpacked = dataclasses.replace(lineup, folders=tuple(folders[n] for n in lineup.labels))
+            built = build_lineup(unpacked, log_dir, _cache_dir() / "builds" / log_dir.name)
+        pool = built.pool(log_dir)
         atexit.register(pool.close)
-        pool_entry = (pool, {name: i for i, name in enumerate(config.names)})
+        pool_entry = (pool, built)
         if not hasattr(_local, "pools"):
             _local.pools = {}
         _local.pools[key] = pool_entry
-    pool, index = pool_entry
-    return play_spec(pool, index, config, spec)
+    pool, built = pool_entry
+    return spec, lean(built.play(pool, spec))

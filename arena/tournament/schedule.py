@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 SEED_BITS = 31
@@ -101,10 +101,45 @@ def schedule(plan: Plan, completed: Collection[str] = ()) -> list[GameSpec]:
     return list(iter_schedule(plan, completed))
 
 
+# ------------------------------------------------------------------ the other commands' schedules
+# `arena play`, check-bot, `arena sprt` and bench-bots play seat-swapped pairs too (two games
+# on one seed, seat 0 first, then the seats swapped), through the same series runner.
+
+
+def match_schedule(a: str, b: str, games: int, seed: int, prefix: str) -> Iterator[GameSpec]:
+    """``games`` games of ``a`` against ``b`` (`arena play`, check-bot): game ``n`` (from 0)
+    uses seed ``seed + n // 2`` with ``a`` in seat 0 when ``n`` is even; ids ``<prefix>-<n+1>``."""
+    for n in range(games):
+        seats = (a, b) if n % 2 == 0 else (b, a)
+        yield GameSpec(n, f"{prefix}-{n + 1}", seats[0], seats[1], seed + n // 2, n // 2)
+
+
+def sprt_schedule(new: str, old: str, seed: int, max_games: int) -> Iterator[GameSpec]:
+    """The pairs of `arena sprt`: pair ``k`` on :func:`pair_seed` (seed, (new, old), k), NEW in
+    seat 0 first; ids ``sprt-<k>-0`` (NEW in seat 0) and ``sprt-<k>-1``. Whole pairs only."""
+    for k in range(max_games // 2):
+        game_seed = pair_seed(seed, (new, old), k)
+        yield GameSpec(2 * k, f"sprt-{k}-0", new, old, game_seed, k)
+        yield GameSpec(2 * k + 1, f"sprt-{k}-1", old, new, game_seed, k)
+
+
+def gauntlet_schedule(bot: str, opponents: Sequence[str], games: int, seed: int) -> Iterator[GameSpec]:
+    """``games`` games (whole pairs) of ``bot`` against each opponent (bench-bots): pair ``k``
+    uses seed ``seed + k`` against every opponent in turn, ``bot`` in seat 0 first, so a run
+    cut short is balanced. Ids ``bench-<seed>-<bot's seat>`` (repeated across opponents)."""
+    index = 0
+    for k in range(games // 2):
+        for opponent in opponents:
+            for seat in (0, 1):
+                seats = (bot, opponent) if seat == 0 else (opponent, bot)
+                yield GameSpec(index, f"bench-{seed + k}-{seat}", seats[0], seats[1], seed + k, index // 2)
+                index += 1
+
+
 def _slug(name: str) -> str:
     """A name made safe for ids and file names (the index keeps ids unique anyway)."""
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
 
 
-__all__ = ["SEED_BITS", "GameSpec", "Plan", "iter_schedule", "pair_seed", "pairings", "schedule",
-           "schedule_size"]
+__all__ = ["SEED_BITS", "GameSpec", "Plan", "gauntlet_schedule", "iter_schedule", "match_schedule",
+           "pair_seed", "pairings", "schedule", "schedule_size", "sprt_schedule"]

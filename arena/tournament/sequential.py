@@ -1,4 +1,9 @@
-"""`arena sprt`: play seat-swapped game pairs between NEW and OLD until the SPRT decides."""
+"""`arena sprt`: play seat-swapped game pairs between NEW and OLD until the SPRT decides.
+
+The games go through :func:`arena.tournament.series.run_series` with a stopping rule, as
+fastchess runs its SPRT: after each finished game the rule counts it, and once the pair it
+belongs to is whole it asks the test whether to stop.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.bots.manifest import Manifest
-from arena.bots.pool import BotPool
+from arena.clock import TimeControl
 from arena.engine import Ruleset
-from arena.launch.launcher import Launcher
+from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.records import append_record
-from arena.referee import TimeControl
-from arena.tournament.schedule import pair_seed
+from arena.referee import GameResult
+from arena.tournament.schedule import GameSpec, sprt_schedule
+from arena.tournament.series import Executor, InProcess, Lineup, build_lineup, run_series
 from arena.tournament.sprt import SPRT, Status
+from arena.tournament.workers import WorkerProcesses
 
 
 @dataclass
@@ -39,32 +45,56 @@ class SprtState:
         return self.sprt.status_pairs(*self.pairs)
 
 
+class SprtRule:
+    """The stopping rule of a series: counts each game for ``new`` and, when both games of
+    a pair are in (in any order), the pair; then stops once the test has decided."""
+
+    def __init__(self, state: SprtState, new: str,
+                 on_pair: Callable[[SprtState], None] | None = None) -> None:
+        self.state = state
+        self.new = new
+        self.on_pair = on_pair
+        self._halves: dict[int, int] = {}  # pair -> games NEW won of the one in so far
+
+    def __call__(self, spec: GameSpec, result: GameResult) -> bool:
+        state = self.state
+        new_won = (spec.seat0, spec.seat1)[result.winner] == self.new
+        state.wins += new_won
+        state.losses += not new_won
+        state.failures += result.loser is not None
+        if spec.pair not in self._halves:
+            self._halves[spec.pair] = new_won
+            return False
+        state.pairs[self._halves.pop(spec.pair) + new_won] += 1
+        if self.on_pair is not None:
+            self.on_pair(state)
+        return state.status != "continue"
+
+
 def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log_dir: Path,
              time_control: TimeControl, ruleset: Ruleset | None = None, out: Path | None = None,
              on_pair: Callable[[SprtState], None] | None = None,
-             launcher: Launcher | None = None) -> SprtState:
+             launcher: Launcher | None = None, concurrency: int = 1) -> SprtState:
     """Play pairs (same circle, seats swapped) until the test accepts H0 or H1 or
-    ``max_games`` are played. H1 is "NEW is stronger by elo1"."""
-    manifests = [Manifest.load(new), Manifest.load(old)]
+    ``max_games`` are played. H1 is "NEW is stronger by elo1". With ``concurrency`` > 1
+    the games run in that many worker processes; when the test decides, the games still
+    in flight are abandoned (neither counted nor written to ``out``)."""
+    lineup = Lineup.of([new, old], time_control=time_control, ruleset=ruleset,
+                       launcher=launcher or UnconfinedLauncher())
     state = SprtState(sprt)
-    with BotPool(manifests, log_dir, launcher=launcher) as pool:
-        names = tuple(pool.labels)
-        k = 0
-        while state.status == "continue" and state.games + 2 <= max_games:
-            game_seed = pair_seed(seed, (names[0], names[1]), k)
-            won = 0
-            for seats in ((0, 1), (1, 0)):
-                result = pool.play(*seats, seed=game_seed, ruleset=ruleset,
-                                   time_control=time_control, game_id=f"sprt-{k}-{seats[0]}")
-                if out is not None:
-                    append_record(out, result.record)
-                new_won = seats[result.winner] == 0
-                won += new_won
-                state.wins += new_won
-                state.losses += not new_won
-                state.failures += result.loser is not None
-            state.pairs[won] += 1
-            k += 1
-            if on_pair is not None:
-                on_pair(state)
+    executor: Executor
+    if concurrency > 1:
+        executor = WorkerProcesses(build_lineup(lineup, log_dir, log_dir / "builds"), log_dir, concurrency)
+    else:
+        executor = InProcess(lineup, log_dir)
+
+    def keep(spec: GameSpec, result: GameResult) -> None:
+        if out is not None:
+            append_record(out, result.record)
+
+    try:
+        run_series(sprt_schedule(lineup.labels[0], lineup.labels[1], seed, max_games), executor, keep,
+                   stop=SprtRule(state, lineup.labels[0], on_pair))
+    finally:
+        executor.close()
     return state

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,7 +16,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.tournament.distributed import bundle_hash, pack_bot
-from tests.helpers import arena
+from tests.helpers import ARENA_ARGV, arena, worker_processes
 from tests.tournament.test_run import stored_results, table_lines
 
 SAMPLES = sample_bots_dir()
@@ -108,3 +114,125 @@ def test_a_dask_worker_killed_mid_game_loses_no_game_and_stores_none_twice(
     with sqlite3.connect(out / "tournament.db") as conn:
         assert [r[0] for r in conn.execute("SELECT idx FROM games ORDER BY idx")] == list(range(8))
     assert len((out / "games.jsonl").read_text().splitlines()) == 8
+
+
+# ------------------------------------------------------------------ a cluster as the README runs it
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+class _Cluster:
+    """``dask scheduler`` and ``dask worker`` (each behind its nanny) as separate processes, as
+    the README starts them. As root they share a network namespace of their own (``unshare
+    --net``, loopback only), entered with ``nsenter`` by every process of the test; otherwise
+    they listen on the host's loopback."""
+
+    def __init__(self, tmp_path: Path, workers: int) -> None:
+        self.tmp = tmp_path
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.prefix: list[str] = []
+        if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("nsenter"):
+            holder = self._start(["unshare", "--net", "sleep", "300"])  # keeps the namespace alive
+            self.prefix = ["nsenter", f"--net=/proc/{holder.pid}/ns/net"]
+            subprocess.run([*self.prefix, "ip", "link", "set", "lo", "up"], check=True)
+        file = tmp_path / "scheduler.json"
+        self.scheduler = self._start([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                      "--no-dashboard", "--scheduler-file", str(file)])
+        deadline = time.monotonic() + 30
+        while not file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.2)  # written whole
+        self.address = json.loads(file.read_text())["address"]
+        self.nannies = [self._start([DASK, "worker", self.address, "--nthreads", "1", "--nworkers", "1",
+                                     "--no-dashboard", "--host", "127.0.0.1"]) for _ in range(workers)]
+        deadline = time.monotonic() + 90  # a loaded machine starts Python slowly
+        while len(self.workers()) < workers and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if len(self.workers()) < workers:
+            pytest.fail("the Dask workers did not start: " + self.logs())
+        time.sleep(1.0)  # registered with the scheduler
+
+    def logs(self) -> str:
+        return "\n".join(path.read_text(errors="replace")[-8000:]
+                         for path in sorted(self.tmp.glob("cluster-*.log")))
+
+    def _start(self, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.tmp / f"cluster-{len(self.processes)}.log").open("wb")
+        process = subprocess.Popen([*self.prefix, *argv], stdout=log, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "ARENA_DASK_CACHE": str(self.tmp / "cache")})
+        self.processes.append(process)
+        return process
+
+    def workers(self) -> list[int]:
+        """The worker processes (each a child of its nanny, started by multiprocessing)."""
+        return [pid for nanny in self.nannies for pid in worker_processes(nanny.pid)]
+
+    def arena(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([*self.prefix, *ARENA_ARGV, *args, "--dask", self.address],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def close(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in reversed(self.processes):
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _stored(out: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{out / 'tournament.db'}?mode=ro", uri=True) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _when_stored(runner: subprocess.Popen[str], out: Path, games: int) -> None:
+    """Wait until ``games`` games are stored (the run still going)."""
+    deadline = time.monotonic() + 60
+    while _stored(out) < games and runner.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if runner.poll() is not None:
+        stdout, stderr = runner.communicate()
+        pytest.fail(f"the run ended before anything could be killed:\n{stdout}\n{stderr}")
+
+
+@pytest.mark.slow
+def test_a_dask_cluster_of_separate_processes_survives_a_killed_worker_and_not_its_scheduler(
+        tmp_path: Path) -> None:
+    pytest.importorskip("distributed")  # the [dask] extra
+    games = 12
+    args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
+            "--games", str(games), "--seed", "5", "--sandbox", "none"]
+    local = arena(*args, "--concurrency", "2", "--out", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    cluster = _Cluster(tmp_path, workers=2)
+    try:
+        out = tmp_path / "dask"
+        runner = cluster.arena(*args, "--out", str(out))
+        _when_stored(runner, out, 1)
+        victim = cluster.workers()[0]
+        os.kill(victim, signal.SIGKILL)  # mid-run: its games in flight go to the other worker
+        stdout, stderr = runner.communicate(timeout=120)
+        assert runner.returncode == 0, stdout + stderr
+        assert _stored(out) == games
+        assert stored_results(out) == stored_results(tmp_path / "local")
+        assert table_lines(stdout) == table_lines(local.stdout)
+        assert len((out / "games.jsonl").read_text().splitlines()) == games
+        assert f"Worker process {victim} was killed by signal 9" in cluster.logs()  # by its nanny
+
+        lost = tmp_path / "lost"
+        runner = cluster.arena(*args, "--out", str(lost))
+        _when_stored(runner, lost, 1)
+        cluster.scheduler.kill()
+        stdout, stderr = runner.communicate(timeout=60)
+    finally:
+        cluster.close()
+    assert runner.returncode == 1, stdout + stderr
+    assert "Traceback" not in stderr, stderr
+    error = stderr.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("Error: lost the Dask scheduler at "), stderr
+    assert 1 <= _stored(lost) < games  # what was stored is kept: a rerun plays the rest

@@ -1,0 +1,153 @@
+"""One runner for every series of games: a lineup of bots, a schedule, an executor, a sink.
+
+`arena play`, check-bot, `arena sprt`, bench-bots and tournaments (local and on Dask) all
+play their games through :func:`run_series`:
+
+- a :class:`Lineup` says who plays and how every game is played (bot folders, labels,
+  time control, rules, launcher); it is a picklable value sent to every worker;
+- a *schedule* (:func:`arena.tournament.schedule.iter_schedule` for a tournament, or
+  ``match_schedule``, ``sprt_schedule``, ``gauntlet_schedule`` there) is a lazy sequence
+  of :class:`GameSpec`: seats by label, seed, id;
+- an :class:`Executor` plays the schedule's games somewhere and yields each as it finishes:
+  :class:`InProcess` (one pool of bots in this process, games in schedule order),
+  :class:`arena.tournament.workers.WorkerProcesses` (local worker processes, with
+  worker-death handling) or :class:`arena.tournament.distributed.DaskExecutor`;
+- the caller's sink gets every finished game (prints it, appends it, stores it), and an
+  optional stopping rule is asked after each one whether to stop (SPRT, as fastchess does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from arena.bots.manifest import Manifest
+from arena.bots.pool import BotPool, build_all, unique_labels
+from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
+from arena.engine import Ruleset
+from arena.launch.launcher import Launcher, UnconfinedLauncher
+from arena.referee import GameResult
+from arena.tournament.schedule import GameSpec
+
+Played = tuple[GameSpec, GameResult]
+"""A finished game: its spec and the referee's result (record, termination, duration...)."""
+
+
+@dataclass(frozen=True)
+class Lineup:
+    """The bots of a series and how each game is played; picklable (sent to every worker).
+
+    ``launcher`` starts every bot and build (built once from the sandbox level, picklable).
+    ``broken`` maps an entrant's index to its build error: its games are forfeits."""
+
+    folders: tuple[Path, ...]
+    labels: tuple[str, ...]
+    time_control: TimeControl = DEFAULT_TIME_CONTROL
+    ruleset: Ruleset | None = None  # None: Patchwork of ``edition``
+    edition: str = "revised"
+    launcher: Launcher = field(default_factory=UnconfinedLauncher)
+    pondering: bool = False
+    broken: Mapping[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, folders: Iterable[Path], **options: Any) -> Lineup:
+        """A lineup of bot folders labelled by their manifests' names (a second 'random'
+        becomes 'random-2'). Raises ManifestError for a folder without a valid bot.toml."""
+        manifests = [Manifest.load(folder) for folder in folders]
+        return cls(tuple(m.folder for m in manifests), tuple(unique_labels([m.name for m in manifests])),
+                   **options)
+
+    def manifests(self) -> list[Manifest]:
+        return [Manifest.load(folder) for folder in self.folders]
+
+    def seats(self, spec: GameSpec) -> tuple[int, int]:
+        """The entrant indexes of a game's seat 0 and seat 1."""
+        return self.labels.index(spec.seat0), self.labels.index(spec.seat1)
+
+    def pool(self, log_dir: Path, *, do_build: bool = False, build_dir: Path | None = None) -> BotPool:
+        """A pool of this lineup's bots, started lazily (a worker's, or :class:`InProcess`'s)."""
+        return BotPool(self.manifests(), log_dir, labels=list(self.labels), do_build=do_build,
+                       broken=dict(self.broken), launcher=self.launcher, pondering=self.pondering,
+                       build_dir=build_dir)
+
+    def play(self, pool: BotPool, spec: GameSpec, on_move: Callable[..., None] | None = None) -> GameResult:
+        """Play one game of the schedule with ``pool`` (a pool of this lineup)."""
+        return pool.play(*self.seats(spec), seed=spec.seed, edition=self.edition, ruleset=self.ruleset,
+                         time_control=self.time_control, game_id=spec.game_id, on_move=on_move)
+
+
+def build_lineup(lineup: Lineup, log_dir: Path, build_dir: Path | None = None) -> Lineup:
+    """Build every bot once, before workers start: the lineup to run, with the built copies
+    (under strict: confined, in ``build_dir/<label>``) and the build errors as ``broken``."""
+    built, errors = build_all(lineup.manifests(), log_dir, list(lineup.labels), launcher=lineup.launcher,
+                              build_dir=build_dir if lineup.launcher.copies_builds else None)
+    return dataclasses.replace(lineup, folders=tuple(m.folder for m in built),
+                               broken={**lineup.broken, **errors})
+
+
+class Executor(Protocol):
+    """Plays games somewhere and yields them as they finish (in any order)."""
+
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]: ...
+
+    def close(self) -> None: ...
+
+
+class InProcess:
+    """Games one at a time, in schedule order, with one pool of bots in this process (built on
+    creation). ``on_move(spec, state, entry)`` is called after every move (`play --show`);
+    :attr:`pool` stays open until :meth:`close` (check-bot reads its bots' handshake)."""
+
+    def __init__(self, lineup: Lineup, log_dir: Path,
+                 on_move: Callable[[GameSpec, Any, dict[str, Any]], None] | None = None) -> None:
+        self.lineup = lineup
+        self.pool = lineup.pool(log_dir, do_build=True)
+        self.on_move = on_move
+
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
+        for spec in specs:
+            hook = functools.partial(self.on_move, spec) if self.on_move is not None else None
+            yield spec, self.lineup.play(self.pool, spec, hook)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> InProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def lean(result: GameResult) -> GameResult:
+    """The result without its per-move timing lists (benchmark figures): what a worker sends back."""
+    return dataclasses.replace(result, overhead_ns=[], freeze_ns=[])
+
+
+StopRule = Callable[[GameSpec, GameResult], bool]
+"""Asked after each finished game (after the sink): True stops the series."""
+
+
+def run_series(schedule: Iterable[GameSpec], executor: Executor,
+               on_result: Callable[[GameSpec, GameResult], None], *, stop: StopRule | None = None) -> bool:
+    """Play ``schedule`` on ``executor``, handing each finished game to ``on_result``; returns
+    True if ``stop`` ended the series early (the games in flight are abandoned). The caller
+    closes the executor (its bots may still be needed, as check-bot's are)."""
+    games = executor.run(schedule)
+    try:
+        for spec, result in games:
+            on_result(spec, result)
+            if stop is not None and stop(spec, result):
+                return True
+    finally:
+        close = getattr(games, "close", None)
+        if close is not None:
+            close()
+    return False
+
+
+__all__ = ["Executor", "InProcess", "Lineup", "Played", "StopRule", "build_lineup", "lean", "run_series"]

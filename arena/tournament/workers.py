@@ -1,0 +1,207 @@
+"""Local worker processes for :func:`arena.tournament.series.run_series`.
+
+Each worker is a spawned process with its own pool of bot processes, reused across the
+games it plays; the coordinator hands it one game at a time over a pipe of its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import pickle
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+from arena.errors import ArenaError
+from arena.tournament.schedule import GameSpec
+from arena.tournament.series import Lineup, Played, lean
+
+MAX_WORKER_DEATHS = 3
+"""A game that loses this many worker processes (crash, kill, OOM) in one run stops the run."""
+
+
+@dataclass
+class _Worker:
+    """A worker process, the coordinator's end of its pipe, and the game it is playing."""
+
+    number: int
+    process: Any
+    conn: Any
+    game: GameSpec | None = None
+
+
+class WorkerProcesses:
+    """``concurrency`` worker processes, each playing games with its own bot processes
+    (the lineup's bots, built already: see :func:`arena.tournament.series.build_lineup`).
+
+    The coordinator hands each worker its next game itself, over a pipe of its own, when
+    the worker reports the previous one (or ``None`` when nothing is left). So the game
+    of a worker that dies, however it dies (a signal, OOM, an abort, an early exit even
+    with status 0), is always known: it is put back at the head of the queue and played
+    again by a fresh worker with fresh bots. A worker killed mid-message only breaks its
+    own pipe. A game that took down MAX_WORKER_DEATHS workers stops the run with an
+    ArenaError naming it (the games stored so far are kept; a rerun retries it).
+    """
+
+    def __init__(self, lineup: Lineup, log_dir: Path, concurrency: int = 1) -> None:
+        self.lineup = lineup
+        self.log_dir = log_dir
+        self.concurrency = max(1, concurrency)
+        self._ctx = mp.get_context("spawn")
+        self._workers: list[_Worker] = []  # every worker started, for close()
+        self._started = 0
+        self.deaths: Counter[str] = Counter()  # game id -> workers lost while it was being played
+
+    def _start_worker(self, game: GameSpec) -> _Worker:
+        number = self._started
+        self._started += 1
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=_worker_main, name=f"arena-worker-{number}", daemon=True,
+            args=(self.lineup, str(self.log_dir / f"worker-{number}"), child))
+        process.start()
+        child.close()  # the worker's end: only the worker holds it, so its death closes the pipe
+        worker = _Worker(number, process, parent)
+        self._workers.append(worker)
+        self._hand(worker, game)
+        return worker
+
+    @staticmethod
+    def _hand(worker: _Worker, game: GameSpec | None) -> None:
+        worker.game = game
+        try:
+            worker.conn.send(game)
+        except OSError:  # it died between games: the wait loop sees its pipe close
+            pass
+
+    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
+        fresh = iter(specs)
+
+        def next_game() -> GameSpec | None:
+            return next(fresh, None)
+
+        busy: list[_Worker] = []
+        for _ in range(self.concurrency):
+            game = next_game()
+            if game is None:
+                break
+            busy.append(self._start_worker(game))
+        while busy:
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=1.0))
+            for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
+                message, why = self._receive(worker)
+                game = worker.game
+                assert game is not None
+                if message is not None:
+                    yield message
+                    following = next_game()
+                    if following is not None and not worker.process.is_alive():
+                        busy.remove(worker)  # it died after its game (not that game's fault)
+                        self._reap(worker)
+                        busy.append(self._start_worker(following))
+                        continue
+                    self._hand(worker, following)
+                    if following is None:
+                        busy.remove(worker)
+                    continue
+                if why is None:  # the pipe is readable but the message is not whole yet
+                    continue
+                busy.remove(worker)
+                self.lineup.launcher.remove_stale()  # thaw and kill its bots (frozen ones ignore SIGKILL)
+                self.deaths[game.game_id] += 1
+                if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
+                    raise ArenaError(
+                        f"game {game.game_id} ({game.seat0} vs {game.seat1}) was lost with its worker "
+                        f"process {self.deaths[game.game_id]} times (last: {why}); stopping. The games "
+                        f"stored so far are kept: see the logs in {self.log_dir}, then run the same "
+                        "command again to retry it")
+                busy.append(self._start_worker(game))  # before anything else: schedule order
+
+    def _receive(self, worker: _Worker) -> tuple[Played | None, str | None]:
+        """The worker's finished game, or (None, why it is lost), or (None, None): still playing."""
+        try:
+            if worker.conn.poll():
+                message = worker.conn.recv()
+                if message[0] == "done":
+                    return message[1], None
+                why = f"worker failed: {message[1]}"
+            elif worker.process.is_alive():
+                return None, None
+            else:
+                why = "worker exited"
+        except (EOFError, OSError, pickle.UnpicklingError, ValueError, TypeError, IndexError):
+            why = "worker exited"
+        self._reap(worker)
+        return None, f"{why}, {_exit_status(worker.process.exitcode)}"
+
+    @staticmethod
+    def _reap(worker: _Worker) -> None:
+        worker.conn.close()
+        worker.process.join(5)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join(5)
+
+    def close(self) -> None:
+        for worker in self._workers:
+            if worker.process.is_alive():
+                worker.process.terminate()  # SIGTERM: the worker kills its bots and exits
+        deadline = time.monotonic() + 5
+        for worker in self._workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join(1)
+            worker.conn.close()
+        self._workers.clear()
+        self.lineup.launcher.remove_stale()  # of workers that had to be killed before they cleaned up
+
+
+def _exit_status(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM this worker when the coordinator dies, even by kill -9."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
+    """A worker: play each game the coordinator sends until it sends None."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's business
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the pool kills its bots
+    _die_with_parent()
+    try:
+        with lineup.pool(Path(log_dir)) as pool:
+            while (spec := conn.recv()) is not None:
+                conn.send(("done", (spec, lean(lineup.play(pool, spec)))))
+            # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except (EOFError, BrokenPipeError):  # the coordinator is gone
+        sys.exit(1)
+    except Exception as exc:  # a bug: tell the coordinator in one line rather than print a traceback
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"[:500]))
+        except OSError:
+            pass
+        sys.exit(1)
+
+
+__all__ = ["MAX_WORKER_DEATHS", "WorkerProcesses"]
