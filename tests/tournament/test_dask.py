@@ -120,6 +120,15 @@ def test_a_dask_worker_killed_mid_game_loses_no_game_and_stores_none_twice(
 DASK = str(Path(sys.executable).with_name("dask"))
 
 
+_LOOPBACK_UP = """
+import fcntl, socket, struct, sys, time
+IFF_UP, IFF_LOOPBACK, IFF_RUNNING, SIOCSIFFLAGS = 0x1, 0x8, 0x40, 0x8914
+fcntl.ioctl(socket.socket(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
 class _Cluster:
     """``dask scheduler`` and ``dask worker`` (each behind its nanny) as separate processes, as
     the README starts them. As root they share a network namespace of their own (``unshare
@@ -131,9 +140,13 @@ class _Cluster:
         self.processes: list[subprocess.Popen[bytes]] = []
         self.prefix: list[str] = []
         if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("nsenter"):
-            holder = self._start(["unshare", "--net", "sleep", "300"])  # keeps the namespace alive
+            # The holder keeps the namespace alive; it brings loopback up (SIOCSIFFLAGS: no
+            # iproute2 needed) and says so before anything enters its namespace.
+            holder = subprocess.Popen(["unshare", "--net", sys.executable, "-c", _LOOPBACK_UP],
+                                      stdout=subprocess.PIPE)
+            self.processes.append(holder)
+            assert holder.stdout is not None and holder.stdout.readline() == b"up\n", "no loopback"
             self.prefix = ["nsenter", f"--net=/proc/{holder.pid}/ns/net"]
-            subprocess.run([*self.prefix, "ip", "link", "set", "lo", "up"], check=True)
         file = tmp_path / "scheduler.json"
         self.scheduler = self._start([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0",
                                       "--no-dashboard", "--scheduler-file", str(file)])
