@@ -181,7 +181,10 @@ class ResultStore:
         db = self.db_path
         try:
             size = db.stat().st_size if db.exists() else 0
-            header = db.read_bytes()[:100] if size else b""  # only the first 100 bytes are kept
+            header = b""
+            if size:
+                with db.open("rb") as handle:  # the header only: the file may be gigabytes
+                    header = handle.read(100)
         except OSError as exc:
             raise ConfigError(f"{db}: cannot read: {exc.strerror}") from None
         if not size:
