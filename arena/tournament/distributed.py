@@ -75,7 +75,11 @@ class DaskExecutor:
     (an executor of :func:`arena.tournament.series.run_series`)."""
 
     def __init__(self, lineup: Lineup, address: str, *, timeout_s: float = 15.0) -> None:
-        from distributed import Client
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ArenaError("--dask needs Dask's distributed package, which is not installed: "
+                             "pip install 'patchwork-arena[dask]'") from None
 
         self.lineup = lineup
         self.address = address

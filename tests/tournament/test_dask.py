@@ -73,6 +73,19 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_dask_without_the_extra_installed_is_one_line_naming_it(tmp_path: Path) -> None:
+    # sys.modules[name] = None makes "import distributed" fail as if it were not installed.
+    without_dask = [sys.executable, "-c", "import sys; sys.modules['distributed'] = None; "
+                    "from arena.cli import main; sys.exit(main())"]
+    proc = subprocess.run([*without_dask, "run-tournament", "--bots", str(SAMPLES / "random"),
+                           "--bots", str(SAMPLES / "greedy"), "--games", "2", "--out", str(tmp_path / "x"),
+                           "--sandbox", "none", "--dask", "tcp://127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "pip install 'patchwork-arena[dask]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "x").exists() or not list((tmp_path / "x").glob("*.sqlite*"))
+
+
 @pytest.mark.slow
 def test_a_dask_worker_killed_mid_game_loses_no_game_and_stores_none_twice(
         tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
