@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-bots-") as tmp:
         log_root = args.logs or Path(tmp)
-        lineup = build_lineup(lineup, log_root)  # once, before the workers start
+        lineup = build_lineup(lineup, log_root, log_root / "builds")  # once, before the workers start
         if lineup.broken:
             raise SystemExit(f"build failed: {dict(lineup.broken)}")
         done = 0

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
+from arena.resources import package_path
 from arena.schemas import load_schema, problem
 from arena.schemas import problems as schema_problems
 from arena.untrusted import remove_tree, shown, walk
@@ -108,6 +109,17 @@ class Manifest:
         return cls(folder, data["name"], command, data.get("protocol", "zmq"), data.get("build"),
                    data.get("description", ""))
 
+    def builds_in_copy(self, launcher: Launcher) -> bool:
+        """Its build runs in a private copy of its folder (see :func:`build`): under a launcher
+        that copies builds (strict), and for a bot shipped inside the installed harness, whose
+        folder is not ours to write (a wheel's site-packages)."""
+        return bool(self.build) and (launcher.copies_builds or self.shipped)
+
+    @property
+    def shipped(self) -> bool:
+        """The bot ships with the harness (a sample bot, inside the ``arena`` package)."""
+        return self.folder.resolve().is_relative_to(package_path("arena").resolve())
+
     def argv(self) -> list[str]:
         """The command to execute, with ``python``/``python3`` mapped to our interpreter."""
         words = list(self.command)
@@ -143,11 +155,13 @@ def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | N
     """Run the manifest's build command; return the manifest to run (itself without a build).
 
     Unconfined (no ``launcher``, or level none: an author's own machine) the build runs in
-    the bot's own folder with the harness's environment, as ``make`` would. A launcher that
-    copies builds (strict) runs it in a private copy of the folder made at ``into`` (see
-    :func:`private_copy`): under a uid of its own, with the bot's cgroup limits, no
-    network, a scrubbed environment and only the copy writable; then the copy is handed
-    back to root and the returned manifest points at it. The folder given is never written.
+    the bot's own folder with the harness's environment, as ``make`` would; a bot shipped
+    with the harness is built in a private copy made at ``into`` instead (the installed
+    package is not ours to write). A launcher that copies builds (strict) runs it in a
+    private copy of the folder made at ``into`` (see :func:`private_copy`): under a uid of
+    its own, with the bot's cgroup limits, no network, a scrubbed environment and only the
+    copy writable; then the copy is handed back to root and the returned manifest points
+    at it. The folder given is then never written.
 
     Either way the output is read as it comes and at most ``log_cap_bytes`` of it is kept
     (its beginning and its end) and written to ``log``; a build still running after
@@ -160,11 +174,11 @@ def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | N
         from arena.launch.launcher import UnconfinedLauncher
 
         launcher = UnconfinedLauncher()
-    if not launcher.copies_builds:
+    if not manifest.builds_in_copy(launcher):
         _run_build(manifest, manifest.folder, launcher, log, timeout_s, log_cap_bytes)
         return manifest
     if into is None:
-        raise ValueError("a sandboxed build needs a folder to build its copy in")
+        raise ValueError("a sandboxed build or a shipped bot's build needs a folder to build its copy in")
     into = into.resolve()
     private_copy(manifest.folder, into)
     with launcher.building(into) as builder:

@@ -42,10 +42,10 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
 
     When the ``launcher`` copies builds (strict), each build runs confined in
     ``build_dir/<label>``, a private copy of the bot's folder (see
-    :func:`arena.bots.manifest.build`)."""
+    :func:`arena.bots.manifest.build`); so does a shipped bot's build under any launcher."""
     launcher = launcher or UnconfinedLauncher()
-    if launcher.copies_builds and build_dir is None:
-        raise ValueError("sandboxed builds need a build_dir")
+    if build_dir is None and any(m.builds_in_copy(launcher) for m in manifests):
+        raise ValueError("sandboxed builds and shipped bots' builds need a build_dir")
     built: dict[Path, Manifest | str] = {}
     runnable: list[Manifest] = []
     errors: dict[int, str] = {}
@@ -117,7 +117,7 @@ class BotPool:
         self.build_errors: dict[int, str] = {}
         self._build_dir: Path | None = None
         if do_build:
-            if launcher.copies_builds and build_dir is None:
+            if build_dir is None and any(m.builds_in_copy(launcher) for m in manifests):
                 self._build_dir = build_dir = Path(tempfile.mkdtemp(prefix="arena-builds-"))
             built, self.build_errors = build_all(manifests, log_dir, self.labels, launcher=launcher,
                                                  build_dir=build_dir)

@@ -121,6 +121,27 @@ def test_c_bot_is_built_confined_and_plays_from_its_built_copy(tmp_path: Path) -
     assert sorted(g[2] for g in _games(out)) == ["normal", "normal"]
 
 
+def test_shipped_c_bot_under_none_is_built_in_a_copy_and_the_package_is_never_written(
+        tmp_path: Path) -> None:
+    # An installed wheel's site-packages is not ours to write, whatever the sandbox level.
+    shipped = sample_bots_dir() / "cbot"
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in shipped.iterdir())
+    out = tmp_path / "out"
+    proc = arena("run-tournament", "--bots", str(shipped), "--bots", RANDOM, "--games", "2",
+                 "--out", str(out), "--sandbox", "none")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in shipped.iterdir()) == before
+    assert os.access(out / "builds" / "cbot" / "bot", os.X_OK)
+    assert sorted(g[2] for g in _games(out)) == ["normal", "normal"]
+
+
+def test_an_authors_own_bot_under_none_is_built_in_its_folder(tmp_path: Path) -> None:
+    # Level none is an author's machine: the build runs where `make` would.
+    source = _copy_bot("cbot", tmp_path / "cbot")
+    built = build(Manifest.load(source), tmp_path / "build.log", launcher=Launcher.for_level("none"))
+    assert built.folder == source.resolve() and os.access(source / "bot", os.X_OK)
+
+
 @needs_strict
 def test_flooding_build_is_capped_and_its_error_line_is_shown(tmp_path: Path) -> None:
     flood = ("head -c 100000000 /dev/zero | tr '\\0' 'x'; echo; "
