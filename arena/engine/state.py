@@ -58,11 +58,13 @@ class GameState:
         "ruleset", "_tables", "seed", "first_player", "ply", "positions", "buttons", "income",
         "quilts", "button_cells", "placed", "circle", "special_spaces_left", "bonus_owner",
         "on_top", "first_to_finish", "pending_special", "specials_pending", "reserve", "_placed_json",
+        "_rows_json",
     )
 
     ruleset: Ruleset
     _tables: Tables
     _placed_json: tuple[list[tuple[tuple[int | None, int], dict[str, Any]]], ...]
+    _rows_json: list[tuple[int, int, tuple[str, ...]] | None]
     seed: int | None
     first_player: int
     ply: int
@@ -130,6 +132,7 @@ class GameState:
         state.specials_pending = 0
         state.reserve = reserve
         state._placed_json = ([], [])
+        state._rows_json = [None, None]
         return state
 
     def clone(self) -> GameState:
@@ -153,7 +156,8 @@ class GameState:
         other.pending_special = self.pending_special
         other.specials_pending = self.specials_pending
         other.reserve = self.reserve[:]
-        other._placed_json = ([], [])  # a cache of to_json(), rebuilt on demand
+        other._placed_json = ([], [])  # caches of to_json(), rebuilt on demand
+        other._rows_json = [None, None]
         return other
 
     # ---------------------------------------------------------------- queries
@@ -430,12 +434,19 @@ class GameState:
         return [dict(entry) for _, entry in cache]
 
     def quilt_rows(self, player: int) -> list[str]:
-        """The quilt as strings: '.' empty, '#' covered, 'o' a covered cell with a button."""
-        cols = self.ruleset.cols
-        row_mask = (1 << cols) - 1
+        """The quilt as strings: '.' empty, '#' covered, 'o' a covered cell with a button.
+
+        A quilt changes on few moves, and the referee serialises the state at every move:
+        the rows of the last quilt seen are kept, keyed by the quilt's bits."""
         quilt, buttons = self.quilts[player], self.button_cells[player]
-        return [_row_text(quilt >> shift & row_mask, buttons >> shift & row_mask, cols)
-                for shift in range(0, self.ruleset.cells, cols)]
+        cached = self._rows_json[player]
+        if cached is None or cached[0] != quilt or cached[1] != buttons:
+            cols = self.ruleset.cols
+            row_mask = (1 << cols) - 1
+            cached = (quilt, buttons, tuple(_row_text(quilt >> shift & row_mask, buttons >> shift & row_mask,
+                                                      cols) for shift in range(0, self.ruleset.cells, cols)))
+            self._rows_json[player] = cached
+        return list(cached[2])
 
     @classmethod
     def from_json(cls, data: dict[str, Any], ruleset: Ruleset | None = None) -> GameState:

@@ -44,9 +44,10 @@ def walk(seed: int, edition: str, first_player: int) -> Iterator[tuple[GameState
 
 
 def fields(state: GameState) -> dict[str, object]:
-    """Every field of the state (deep copies), a stricter and faster ``==`` than to_json."""
+    """Every field of the state (deep copies), a stricter and faster ``==`` than to_json;
+    the private slots are tables and caches, not state."""
     return {name: copy.deepcopy(getattr(state, name)) for name in GameState.__slots__
-            if name not in ("ruleset", "_tables")} | {"edition": state.ruleset.edition}
+            if name != "ruleset" and not name.startswith("_")} | {"edition": state.ruleset.edition}
 
 
 def play(seed: int, edition: str, first_player: int) -> tuple[list[Move], GameState]:
@@ -155,6 +156,21 @@ def test_the_circle_loses_exactly_the_bought_patch(game) -> None:
             assert after.circle == before.circle[i + 1:] + before.circle[:i]
         else:
             assert after.circle == before.circle
+
+
+@fewer
+@given(games)
+def test_one_state_serialised_at_every_move_matches_a_fresh_copy(game) -> None:
+    # The referee serialises one state object at every move: its caches of the JSON (placed
+    # patches, quilt rows) must follow every move, and the JSON handed out must be a copy.
+    state = GameState.new(*game)
+    while state.to_move() is not None:
+        sent = state.public_json()
+        assert sent == state.clone().public_json()
+        sent["quilts"][0][0] = "tampered"
+        sent["placed"][0].append({"patch": -1, "cells": []})
+        assert state.public_json() == state.clone().public_json()
+        state.apply_unchecked(state.legal_moves()[0] if state.ply % 3 else state.legal_moves()[-1])
 
 
 @fewer
