@@ -687,3 +687,48 @@ def test_move_fast_path_accepts_the_usual_moves() -> None:
     assert not is_plain_move({"type": "move", "seq": 7, "move": {"action": "special",
                                                                 "cells": [[0, 0], [0, 1]]}})
     assert not is_plain_move({"type": "move", "seq": 1.0, "move": {"action": "advance"}})
+
+
+def _decode_verdict(text: str) -> tuple[str, Any]:
+    try:
+        return "ok", decode(text, sender="bot")
+    except ProtocolError as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _slow_verdict(text: str) -> tuple[str, Any]:
+    """What decode said before it tried orjson first: the stdlib parser and the schemas."""
+    try:
+        msg = codec._DECODER.decode(text)
+    except ValueError:
+        return _decode_verdict(text)  # a parse error: decode must say what it always said
+    if type(msg) is not dict:
+        return _decode_verdict(text)
+    try:
+        return "ok", codec._check(codec.clean_strings(msg), "bot")
+    except ProtocolError as exc:
+        return type(exc).__name__, str(exc)
+
+
+_ODD_TEXTS = st.sampled_from([
+    '{"type":"move","seq":1.0,"move":{"action":"advance"}}',
+    '{"type":"move","seq":99999999999999999999999,"move":{"action":"advance"}}',
+    '{"type":"move","seq":3,"move":{"action":"buy","patch":1e400,"cells":[[0,0]]}}',
+    '{"type":"move","seq":3,"move":{"action":"advance"},"info":"\\ud800"}',
+    '{"type":"move","seq":3,"move":{"action":"advance"},"info":"\\ud83d\\ude00"}',
+    '{"type":"move","seq":3,"seq":4,"move":{"action":"advance"}}',
+    '{"type":"move","seq":3,"move":{"action":"special","cells":[[8,8.0]]}}',
+    '{"type":"move","seq":3,"move":{"action":"advance"}} ',
+    '{"type":"move","seq":NaN,"move":{"action":"advance"}}',
+])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_MESSAGES.map(lambda m: json.dumps(m, separators=(",", ":"))), _ODD_TEXTS))
+def test_decode_of_a_bot_message_is_what_the_stdlib_parser_and_schema_say(text: str) -> None:
+    # decode tries orjson first for plain moves; the result must be the very same.
+    fast, slow = _decode_verdict(text), _slow_verdict(text)
+    assert fast == slow
+    if fast[0] == "ok":
+        assert json.dumps(fast[1]) == json.dumps(slow[1])
+        assert [type(v) for v in fast[1].values()] == [type(v) for v in slow[1].values()]
