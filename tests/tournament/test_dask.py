@@ -152,6 +152,14 @@ class _Cluster:
         self.tmp = tmp_path
         self.processes: list[subprocess.Popen[bytes]] = []
         self.prefix: list[str] = []
+        try:
+            self._start_cluster(workers)
+        except BaseException:  # a cluster that failed to start leaves nothing running
+            self.close()
+            raise
+
+    def _start_cluster(self, workers: int) -> None:
+        tmp_path = self.tmp
         if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("nsenter"):
             # The holder keeps the namespace alive; it brings loopback up (SIOCSIFFLAGS: no
             # iproute2 needed) and says so before anything enters its namespace.
