@@ -42,7 +42,8 @@ class WorkerProcesses:
     (the lineup's bots, built already: see :func:`arena.tournament.series.build_lineup`).
 
     The coordinator hands each worker its next game itself, over a pipe of its own, when
-    the worker reports the previous one (or ``None`` when nothing is left). So the game
+    the worker reports the previous one (or ``None`` when nothing is left), before it
+    passes the finished game on to be stored. So the game
     of a worker that dies, however it dies (a signal, OOM, an abort, an early exit even
     with status 0), is always known: it is put back at the head of the queue and played
     again by a fresh worker with fresh bots. A worker killed mid-message only breaks its
@@ -100,16 +101,18 @@ class WorkerProcesses:
                 game = worker.game
                 assert game is not None
                 if message is not None:
-                    yield message
+                    # The next game goes out before the caller stores and rates this one, so
+                    # the worker plays on meanwhile (the gap between games stays in the worker).
                     following = next_game()
                     if following is not None and not worker.process.is_alive():
                         busy.remove(worker)  # it died after its game (not that game's fault)
                         self._reap(worker)
                         busy.append(self._start_worker(following))
-                        continue
-                    self._hand(worker, following)
-                    if following is None:
-                        busy.remove(worker)
+                    else:
+                        self._hand(worker, following)
+                        if following is None:
+                            busy.remove(worker)
+                    yield message
                     continue
                 if why is None:  # the pipe is readable but the message is not whole yet
                     continue
