@@ -21,6 +21,7 @@ import hashlib
 import io
 import logging
 import os
+import socket
 import tarfile
 import tempfile
 import threading
@@ -70,6 +71,22 @@ def bundle_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _probe(address: str, timeout_s: float) -> None:
+    """Fail at once, in one line, when nothing listens at a tcp:// address (the Dask client
+    would retry a refused connection until its timeout)."""
+    if not address.startswith("tcp://"):
+        return
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except ValueError:
+        raise ArenaError(f"cannot reach the Dask scheduler at {address}: expected tcp://HOST:PORT") from None
+    except OSError as exc:
+        raise ArenaError(f"cannot reach the Dask scheduler at {address}: "
+                         f"{exc.strerror or type(exc).__name__}") from None
+
+
 class DaskExecutor:
     """Plays a lineup's games as Dask tasks on the cluster whose scheduler is at ``address``
     (an executor of :func:`arena.tournament.series.run_series`)."""
@@ -84,6 +101,7 @@ class DaskExecutor:
         self.lineup = lineup
         self.address = address
         _quiet_dask_logs()
+        _probe(address, timeout_s)
         try:
             self.client = Client(address, timeout=timeout_s)
         except (OSError, TimeoutError, ValueError) as exc:

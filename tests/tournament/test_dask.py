@@ -70,7 +70,10 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
     proc = arena("run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
                  "--games", "2", "--out", str(tmp_path / "x"), "--dask", "tcp://127.0.0.1:9")
     assert proc.returncode == 1 and "cannot reach the Dask scheduler" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "Connection refused" in proc.stderr and "Traceback" not in proc.stderr
+    proc = arena("run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
+                 "--games", "2", "--out", str(tmp_path / "y"), "--dask", "tcp://127.0.0.1:port")
+    assert proc.returncode == 1 and "expected tcp://HOST:PORT" in proc.stderr, proc.stderr
 
 
 def test_dask_without_the_extra_installed_is_one_line_naming_it(tmp_path: Path) -> None:
