@@ -24,7 +24,7 @@ define debian_packages
 	fi
 endef
 
-.PHONY: help install system-packages demo test lint wheel-check bench bench-bots soak clean
+.PHONY: help install system-packages demo test test-slow test-all lint wheel-check bench bench-bots soak clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -47,8 +47,13 @@ demo: $(STAMP)  ## the main job: a round robin of the sample bots, the ratings t
 	$(BIN)/arena ratings results/demo
 	$(BIN)/arena report results/demo
 
-test: $(STAMP) system-packages  ## run the test suite
-	$(BIN)/pytest -q
+test: $(STAMP) system-packages  ## run the test suite, but the tests marked slow (a few minutes)
+	$(BIN)/pytest -q -m "not slow"
+
+test-slow: $(STAMP) system-packages  ## run the slow end-to-end tests (a Dask cluster, the short soak, strict mcts...)
+	$(BIN)/pytest -q -m slow
+
+test-all: test test-slow  ## both: every test (what CI runs)
 
 lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/ruff check arena tests sample_bots
