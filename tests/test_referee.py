@@ -211,6 +211,7 @@ def test_crashed_bot_is_restarted_for_its_next_game(tmp_path: Path) -> None:
     assert pool.handles[0].starts == 2 and pool.handles[1].starts == 1
 
 
+@pytest.mark.slow
 def test_a_long_lived_bot_is_restarted_before_its_cpu_limit_never_killed_mid_game(tmp_path: Path) -> None:
     # RLIMIT_CPU counts a process's whole life: 0.9 s of CPU per game against a 4 s limit
     # would kill the bot in its fourth game if it were never restarted.

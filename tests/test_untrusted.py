@@ -40,6 +40,7 @@ def test_play_survives_a_lone_surrogate_and_escape_sequences(tmp_path: Path) -> 
     assert "\ufffd" in records[0]["result"]["detail"] and ESC in records[0]["result"]["detail"]
 
 
+@pytest.mark.slow
 def test_tournament_stores_hostile_text_and_every_command_shows_it_safely(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     misbehaving_bot(bots / "quitter", "hostile_error", stdio=True, name="quitter")
@@ -68,6 +69,7 @@ def test_tournament_stores_hostile_text_and_every_command_shows_it_safely(tmp_pa
     assert len(rows) == 4 and all("\ufffd" in row["detail"] for row in rows)
 
 
+@pytest.mark.slow
 def test_report_neutralises_csv_formulas_and_draws_mathtext_names(tmp_path: Path) -> None:
     """Names that the rule now refuses, in a database written before it (or by hand)."""
     out = tmp_path / "results"

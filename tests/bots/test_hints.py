@@ -36,6 +36,7 @@ def check_bot(folder: Path, *args: str, logs: bool = True) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_no_hello_hints_name_the_cause(tmp_path: Path) -> None:
     """Bots whose hello never gets through (20 s each, run side by side): unflushed stdout,
     a message without its newline, a stdio bot whose manifest says zmq, and a ZeroMQ bot
@@ -149,6 +150,7 @@ def test_aborted_game_prints_no_fake_scores(tmp_path: Path) -> None:
     assert "exit code 7" in line, line
 
 
+@pytest.mark.slow
 def test_a_slow_first_move_passes(tmp_path: Path) -> None:
     """2 s on each first move: within the 5 s first-move limit (arena.clock), so it passes."""
     code, out = check_bot(newcomer(tmp_path, "stdio_bot.py", "2"))

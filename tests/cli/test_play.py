@@ -69,6 +69,7 @@ def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None
     assert "FAIL" in proc.stderr and "schema" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) -> None:
     entrants = tmp_path / "entrants"
     ok = arena("submit", str(sample_bots_dir() / "cbot"), "--entrants", str(entrants), "--games", "2")

@@ -184,6 +184,7 @@ def test_random_games_replay_exactly(tmp_path: Path) -> None:
     assert shown.returncode == 0 and "30 record(s) valid" in shown.stdout and "S box" in shown.stdout
 
 
+@pytest.mark.slow
 def test_tournament_of_sample_bots_completes(tmp_path: Path) -> None:
     out = tmp_path / "sns"
     bots = [arg for name in ("random", "greedy", "cbot", "mcts")

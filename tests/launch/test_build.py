@@ -200,6 +200,7 @@ def test_symlink_out_of_the_bot_folder_is_refused(tmp_path: Path) -> None:
 
 
 @needs_strict
+@pytest.mark.slow
 def test_submit_refuses_an_existing_name_and_replace_keeps_the_previous_version(tmp_path: Path) -> None:
     entrants = tmp_path / "entrants"
     source = _copy_bot("cbot", tmp_path / "cbot")

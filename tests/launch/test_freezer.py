@@ -71,6 +71,7 @@ def assert_nothing_left(pool: BotPool) -> None:
 
 
 @pytest.mark.parametrize("pondering", [False, True], ids=["frozen", "pondering"])
+@pytest.mark.slow
 def test_spinning_helpers_get_no_cpu_off_turn(tmp_path: Path, pondering: bool) -> None:
     spinner = misbehaving_bot(tmp_path / "spin", "spin_helpers", "2")
     sleeper = misbehaving_bot(tmp_path / "slow", "slow", str(SLOW_S), str(SLOW_MOVES))

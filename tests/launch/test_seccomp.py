@@ -274,6 +274,7 @@ def test_keyring_exchange_between_two_bots_fails(tmp_path: Path) -> None:
         assert "arena-leak" not in handle.read()
 
 
+@pytest.mark.slow
 def test_mcts_and_a_node_bot_play_under_strict(tmp_path: Path) -> None:
     """The sample bots Python over ZeroMQ and C over stdio play in tests/test_sandbox.py (now
     under the filter); here the numpy-heavy mcts and a Node.js bot (libuv threads, io_uring

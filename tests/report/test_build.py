@@ -111,6 +111,7 @@ class Page(HTMLParser):
 
 
 # ------------------------------------------------------------------ the finished tournament
+@pytest.mark.slow
 def test_report_has_every_section_bot_plot_and_table(report: Path) -> None:
     text = (report / "index.html").read_text()
     page = Page(text)
@@ -141,6 +142,7 @@ def test_report_has_every_section_bot_plot_and_table(report: Path) -> None:
         assert mine[row["name"]]["rank"] == row["rank"]
 
 
+@pytest.mark.slow
 def test_head_to_head_matches_the_database(tournament: Path, report: Path) -> None:
     wins: Counter[tuple[str, str]] = Counter()
     played: Counter[tuple[str, str]] = Counter()
@@ -164,6 +166,7 @@ def test_head_to_head_matches_the_database(tournament: Path, report: Path) -> No
     assert all(matrix[n][n] == "" for n in BOTS)  # the diagonal is empty
 
 
+@pytest.mark.slow
 def test_seat_advantage_matches_the_database(tournament: Path, report: Path) -> None:
     games = [g for g in db_games(tournament) if g["reason"] == "normal"]
     assert games, "the tournament needs games that ended by the rules"
@@ -184,6 +187,7 @@ def test_seat_advantage_matches_the_database(tournament: Path, report: Path) -> 
     assert f"The first player won <b>{first_wins}</b> of <b>{len(games)}</b> games" in text
 
 
+@pytest.mark.slow
 def test_endings_match_the_database(tournament: Path, report: Path) -> None:
     games = db_games(tournament)
     own: Counter[tuple[str, str]] = Counter()
@@ -214,6 +218,7 @@ def test_endings_match_the_database(tournament: Path, report: Path) -> None:
     assert len(abnormal) == sum(g["reason"] != "normal" for g in games)
 
 
+@pytest.mark.slow
 def test_every_abnormal_game_and_a_sample_have_a_replay(tournament: Path, report: Path) -> None:
     games = db_games(tournament)
     page = Page((report / "index.html").read_text())
@@ -227,6 +232,7 @@ def test_every_abnormal_game_and_a_sample_have_a_replay(tournament: Path, report
         assert 'href="../index.html"' in page_text and game_id in page_text
 
 
+@pytest.mark.slow
 def test_ratings_section_tells_a_real_gap_from_noise(report: Path) -> None:
     bt = {row["name"]: row for row in read_csv(report / "csv" / "bradley_terry.csv")}
     assert set(bt) == set(BOTS)
@@ -240,6 +246,7 @@ def test_ratings_section_tells_a_real_gap_from_noise(report: Path) -> None:
     assert np.allclose(values[off] + values.T[off], 1)
 
 
+@pytest.mark.slow
 def test_think_time_and_bank_match_the_moves(tournament: Path, report: Path) -> None:
     with sqlite3.connect(tournament / "tournament.db") as conn:
         rows = conn.execute("SELECT CASE m.player WHEN 0 THEN g.seat0 ELSE g.seat1 END, m.time_ms "
@@ -317,6 +324,7 @@ def test_tournament_without_games_lists_its_entrants(tmp_path: Path) -> None:
     assert read_csv(config.out / "report" / "csv" / "entrants.csv")[0]["name"] in MISBEHAVING
 
 
+@pytest.mark.slow
 def test_killed_run_gives_an_unfinished_report(tmp_path: Path) -> None:
     out = tmp_path / "killed"
     proc = subprocess.Popen([*ARENA_ARGV, "run-tournament", "--bots", str(SAMPLES / "random"),
@@ -383,6 +391,7 @@ def test_report_loads_in_headless_chromium(report: Path) -> None:
     assert shot.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_records_in_the_report_replay(report: Path) -> None:
     """The embedded data of a linked replay is the engine's: as many states as moves + 1."""
     viewer = next((report / "replays").glob("*.html")).read_text()
@@ -432,6 +441,7 @@ def hostile_report(tournament: Path, tmp_path_factory: pytest.TempPathFactory) -
     return folder / "report"
 
 
+@pytest.mark.slow
 def test_hostile_text_is_escaped_everywhere(hostile_report: Path) -> None:
     text = (hostile_report / "index.html").read_text()
     pages = [text, *(p.read_text() for p in (hostile_report / "replays").glob("*.html"))]

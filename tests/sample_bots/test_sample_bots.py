@@ -72,6 +72,7 @@ run(setup=setup, name="slow-setup")
 
 
 @pytest.mark.parametrize("protocol", ["zmq", "stdio"])
+@pytest.mark.slow
 def test_sdk_setup_after_hello_is_on_the_first_moves_clock(tmp_path: Path, protocol: str) -> None:
     """run(setup=...) says hello at once; a request that came during the set-up is timed
     from before it, so the bot's clock never runs behind the referee's."""

@@ -106,6 +106,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     assert len(jsonl) == 24 and len(set(jsonl)) == 24
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_keeps_finished_games(tmp_path: Path) -> None:
     out = tmp_path / "int"
     args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
