@@ -82,10 +82,10 @@ class Lineup:
 
 def build_lineup(lineup: Lineup, log_dir: Path, build_dir: Path | None = None) -> Lineup:
     """Build every bot once, before workers start: the lineup to run, with the built copies
-    (under strict, and for shipped bots: in ``build_dir/<label>``) and the build errors as
-    ``broken``."""
+    (under strict, and for shipped bots: in ``build_dir/<label>``, by default
+    ``log_dir/builds/<label>``) and the build errors as ``broken``."""
     built, errors = build_all(lineup.manifests(), log_dir, list(lineup.labels), launcher=lineup.launcher,
-                              build_dir=build_dir)
+                              build_dir=build_dir or log_dir / "builds")
     return dataclasses.replace(lineup, folders=tuple(m.folder for m in built),
                                broken={**lineup.broken, **errors})
 
