@@ -102,8 +102,7 @@ def head_to_head_plot(wins: pd.DataFrame, games: pd.DataFrame) -> Figure:
     ax = fig.subplots()
     rate = (wins / games).to_numpy(dtype=float)
     masked = np.ma.masked_invalid(rate)
-    cmap = colormaps["RdBu"].copy()
-    cmap.set_bad("#f1f3f5")
+    cmap = colormaps["RdBu"].with_extremes(bad="#f1f3f5")
     image = ax.imshow(masked, cmap=cmap, vmin=0, vmax=1)
     for i in range(n):
         for j in range(n):
