@@ -437,8 +437,11 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
     else:
         click.echo(f"done: {summary.played} games played now, {summary.already_stored} were already "
                    f"stored, {summary.failures} ended abnormally, {summary.seconds:.1f} s")
-    with ResultStore(config.out, readonly=True) as store:
-        click.echo(_format_table(rate(store.games_frame(), config.names)))
+    table = summary.table  # rated as the games came in, in schedule order: rate() would give the same
+    if table is None:
+        with ResultStore(config.out, readonly=True) as store:
+            table = rate(store.games_frame(), config.names)
+    click.echo(_format_table(table))
     if summary.interrupted:
         raise SystemExit(130)
 

@@ -1,5 +1,7 @@
 """TrueSkill ratings: recomputed from the stored games (pure: tables in, tables out), and
-online, game by game (:class:`OnlineRatings`, the runner's live leader), by the same update.
+online, game by game, by the same update (:class:`OnlineRatings`, counted with wins and
+losses by :class:`Tally`); a running tournament feeds a :class:`ScheduleOrderTally`, which
+rates its games in schedule order as they come in, so its final table is the stored one.
 
 Patchwork has no draws (equal scores go to the player who finished first), so the
 TrueSkill environment has ``draw_probability=0`` and every game is rated as a win for
@@ -29,7 +31,7 @@ def environment() -> trueskill.TrueSkill:
 
 class OnlineRatings:
     """TrueSkill ratings updated one game at a time: the one place a game changes a rating
-    (``rate`` and ``rating_history`` replay stored games through it)."""
+    (:class:`Tally`, ``rate`` and ``rating_history`` go through it)."""
 
     def __init__(self, names: Iterable[str] = (), env: trueskill.TrueSkill | None = None) -> None:
         self.env = env or environment()
@@ -61,6 +63,86 @@ class OnlineRatings:
         return name, rating.mu - 3 * rating.sigma
 
 
+class Tally:
+    """Ratings plus wins, losses and failures, one game at a time: the table :func:`rate`
+    prints. Games must be added in schedule (idx) order for the table to be the stored one."""
+
+    def __init__(self, names: Iterable[str] = (), env: trueskill.TrueSkill | None = None) -> None:
+        self.online = OnlineRatings(env=env)
+        self.stats: dict[str, dict[str, int]] = {}
+        for name in names:
+            self.enter(name)
+
+    def enter(self, name: str) -> None:
+        self.online.enter(name)
+        self.stats.setdefault(name, {"wins": 0, "losses": 0, "failures": 0})
+
+    def add_game(self, idx: Any, seat0: Any, seat1: Any, winner: Any, reason: Any) -> tuple[str, str]:
+        """Rate one game; returns its two seats' names. Raises ValueError for a winner not 0 or 1."""
+        if int(winner) not in (0, 1):
+            raise ValueError(f"game {idx}: winner must be 0 or 1, got {winner!r}")
+        seats = (str(seat0), str(seat1))
+        won, lost = seats[int(winner)], seats[1 - int(winner)]
+        self.enter(won)
+        self.enter(lost)
+        self.online.add(won, lost)
+        self.stats[won]["wins"] += 1
+        self.stats[lost]["losses"] += 1
+        if reason != "normal":
+            self.stats[lost]["failures"] += 1
+        return seats
+
+    def table(self) -> pd.DataFrame:
+        """The rating table (see :func:`rate`)."""
+        rows = []
+        for name, rating in self.online.ratings.items():
+            s = self.stats[name]
+            played = s["wins"] + s["losses"]
+            rows.append({"name": name, "mu": rating.mu, "sigma": rating.sigma,
+                         "conservative": rating.mu - 3 * rating.sigma, "games": played, "wins": s["wins"],
+                         "losses": s["losses"], "win_rate": s["wins"] / played if played else float("nan"),
+                         "failures": s["failures"]})
+        rows.sort(key=lambda r: (-r["conservative"], r["name"]))
+        for rank, row in enumerate(rows, start=1):
+            row["rank"] = rank
+        table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+        return table.astype({"rank": "int64", "mu": "float64", "sigma": "float64", "conservative": "float64",
+                             "games": "int64", "wins": "int64", "losses": "int64", "win_rate": "float64",
+                             "failures": "int64"})
+
+
+class ScheduleOrderTally:
+    """A tournament's :class:`Tally` fed as games finish, in any order: a game is rated once
+    every game scheduled before it is in (the others wait, a few at most when they finish
+    nearly in order). Once all ``total`` games are in, :meth:`table` is exactly what
+    :func:`rate` computes from the stored games, so the run's final table needs no second
+    pass over them; the live leader is the one of the games rated so far."""
+
+    def __init__(self, total: int, names: Iterable[str] = (), env: trueskill.TrueSkill | None = None) -> None:
+        self.total = total
+        self.tally = Tally(names, env)
+        self.rated = 0  # games 0 .. rated-1 are in the tally
+        self._waiting: dict[int, tuple[Any, Any, Any, Any]] = {}
+
+    def add_game(self, idx: int, seat0: Any, seat1: Any, winner: Any, reason: Any) -> None:
+        self._waiting[int(idx)] = (seat0, seat1, winner, reason)
+        while self.rated in self._waiting:
+            self.tally.add_game(self.rated, *self._waiting.pop(self.rated))
+            self.rated += 1
+
+    @property
+    def complete(self) -> bool:
+        return self.rated >= self.total
+
+    def leader(self) -> tuple[str, float] | None:
+        return self.tally.online.leader()
+
+    def table(self) -> pd.DataFrame | None:
+        """The final table once every scheduled game is in (and no game outside the schedule
+        came), else None: then rate the stored games."""
+        return self.tally.table() if self.complete and not self._waiting else None
+
+
 def rate(games: pd.DataFrame, names: Iterable[str] = (), *,
          env: trueskill.TrueSkill | None = None) -> pd.DataFrame:
     """The rating table from a games frame (``ResultStore.games_frame()``; needs idx, seat0,
@@ -71,66 +153,35 @@ def rate(games: pd.DataFrame, names: Iterable[str] = (), *,
     illegal moves, ...). Sorted by conservative rating, best first (ties by name).
     ``names`` adds entrants that have not played yet (at the initial rating).
     """
-    ratings, stats, _ = _replay(games, names, env or environment(), history=False)
-    rows = []
-    for name, rating in ratings.items():
-        s = stats[name]
-        played = s["wins"] + s["losses"]
-        rows.append({"name": name, "mu": rating.mu, "sigma": rating.sigma,
-                     "conservative": rating.mu - 3 * rating.sigma, "games": played, "wins": s["wins"],
-                     "losses": s["losses"], "win_rate": s["wins"] / played if played else float("nan"),
-                     "failures": s["failures"]})
-    rows.sort(key=lambda r: (-r["conservative"], r["name"]))
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-    table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
-    return table.astype({"rank": "int64", "mu": "float64", "sigma": "float64", "conservative": "float64",
-                         "games": "int64", "wins": "int64", "losses": "int64", "win_rate": "float64",
-                         "failures": "int64"})
+    tally, _ = _replay(games, names, env or environment(), history=False)
+    return tally.table()
 
 
 def rating_history(games: pd.DataFrame, *, env: trueskill.TrueSkill | None = None) -> pd.DataFrame:
     """The two players' ratings after each game: columns idx, name, mu, sigma (idx order, seat 0
     first), for plots of ratings over a tournament."""
-    _, _, history = _replay(games, (), env or environment(), history=True)
+    _, history = _replay(games, (), env or environment(), history=True)
     frame = pd.DataFrame(history, columns=list(HISTORY_COLUMNS))
     return frame.astype({"idx": "int64", "mu": "float64", "sigma": "float64"})
 
 
 def _replay(games: pd.DataFrame, names: Iterable[str], env: trueskill.TrueSkill,
-            history: bool) -> tuple[dict[str, trueskill.Rating], dict[str, dict[str, int]], list[Any]]:
+            history: bool) -> tuple[Tally, list[Any]]:
     missing = [c for c in REQUIRED if c not in games.columns]
     if missing:
         raise ValueError(f"the games frame lacks column(s) {', '.join(missing)}; "
                          f"expected {', '.join(REQUIRED)}")
-    online = OnlineRatings(env=env)
-    ratings = online.ratings
-    stats: dict[str, dict[str, int]] = {}
-
-    def enter(name: str) -> None:
-        online.enter(name)
-        stats.setdefault(name, {"wins": 0, "losses": 0, "failures": 0})
-
-    for name in names:
-        enter(name)
+    tally = Tally(names, env)
+    ratings = tally.online.ratings
     trail: list[Any] = []
     ordered = games.sort_values("idx", kind="stable")
     for idx, seat0, seat1, winner, reason in zip(ordered["idx"], ordered["seat0"], ordered["seat1"],
                                                  ordered["winner"], ordered["reason"], strict=True):
-        if int(winner) not in (0, 1):
-            raise ValueError(f"game {idx}: winner must be 0 or 1, got {winner!r}")
-        seats = (str(seat0), str(seat1))
-        won, lost = seats[int(winner)], seats[1 - int(winner)]
-        enter(won)
-        enter(lost)
-        online.add(won, lost)
-        stats[won]["wins"] += 1
-        stats[lost]["losses"] += 1
-        if reason != "normal":
-            stats[lost]["failures"] += 1
+        seats = tally.add_game(idx, seat0, seat1, winner, reason)
         if history:
             trail.extend((int(idx), name, ratings[name].mu, ratings[name].sigma) for name in seats)
-    return ratings, stats, trail
+    return tally, trail
 
 
-__all__ = ["HISTORY_COLUMNS", "TABLE_COLUMNS", "OnlineRatings", "environment", "rate", "rating_history"]
+__all__ = ["HISTORY_COLUMNS", "TABLE_COLUMNS", "OnlineRatings", "ScheduleOrderTally", "Tally", "environment",
+           "rate", "rating_history"]

@@ -20,7 +20,7 @@ from arena.clock import TimeControl
 from arena.launch.launcher import Launcher
 from arena.referee import GameResult
 from arena.tournament.config import TournamentConfig
-from arena.tournament.ratings import OnlineRatings
+from arena.tournament.ratings import ScheduleOrderTally
 from arena.tournament.schedule import GameSpec, iter_schedule, schedule_size
 from arena.tournament.series import Executor, Lineup, build_lineup, run_series
 from arena.tournament.storage import ResultStore
@@ -38,7 +38,11 @@ class Progress:
     played_now: int = 0
     failures: int = 0
     started: float = field(default_factory=time.monotonic)
-    ratings: OnlineRatings = field(default_factory=OnlineRatings)
+    ratings: ScheduleOrderTally | None = None  # default: of ``total`` games, entrants as they come
+
+    def __post_init__(self) -> None:
+        if self.ratings is None:
+            self.ratings = ScheduleOrderTally(self.total)
 
     @property
     def rate(self) -> float:
@@ -50,6 +54,7 @@ class Progress:
         return (self.total - self.done) / self.rate if self.rate > 0 else None
 
     def leader(self) -> tuple[str, float] | None:
+        assert self.ratings is not None
         return self.ratings.leader()
 
 
@@ -62,6 +67,7 @@ class RunSummary:
     interrupted: bool
     build_errors: dict[str, str]
     seconds: float
+    table: Any = None  # the final rating table (a DataFrame) when every game is in; else None
 
 
 def tournament_lineup(config: TournamentConfig, launcher: Launcher | None = None) -> Lineup:
@@ -94,7 +100,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         total = schedule_size(config.plan)
         already = min(len(completed), total)
         todo = iter_schedule(config.plan, completed)  # lazy: a big run starts at once
-        progress = Progress(total=total, done=already)
+        progress = Progress(total=total, done=already, ratings=ScheduleOrderTally(total, config.names))
         _replay_ratings(store, progress)
         log_dir = config.out / "logs"
         lineup = tournament_lineup(config, launcher)
@@ -112,7 +118,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
 
         def store_one(spec: GameSpec, result: GameResult) -> None:
             store.store_game(spec, result.record, result.duration_s)
-            _update(progress, result.record)
+            _update(progress, spec.index, spec.seat0, spec.seat1, result.record["result"])
             if on_progress is not None:
                 on_progress(progress, spec)
 
@@ -125,20 +131,25 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
                 interrupted = True
             finally:
                 runner.close()
+    assert progress.ratings is not None
     return RunSummary(total, already, progress.played_now, progress.failures,
-                      interrupted, build_errors, time.monotonic() - started)
+                      interrupted, build_errors, time.monotonic() - started, progress.ratings.table())
 
 
-def _update(progress: Progress, record: dict[str, Any]) -> None:
+def _update(progress: Progress, idx: int, seat0: str, seat1: str, result: dict[str, Any]) -> None:
+    assert progress.ratings is not None
     progress.done += 1
     progress.played_now += 1
-    progress.failures += record["result"]["reason"] != "normal"
-    progress.ratings.add_record(record)
+    progress.failures += result["reason"] != "normal"
+    progress.ratings.add_game(idx, seat0, seat1, result["winner"], result["reason"])
 
 
 def _replay_ratings(store: ResultStore, progress: Progress) -> None:
-    """Online ratings of the games already stored (for the live leader after a resume)."""
-    for record in store.records():
-        _update(progress, record)
+    """The games already stored, into the ratings (the live leader after a resume): read
+    from the games table, not by parsing every record."""
+    games = store.games_frame()
+    for idx, seat0, seat1, winner, reason in zip(games["idx"], games["seat0"], games["seat1"],
+                                                 games["winner"], games["reason"], strict=True):
+        _update(progress, int(idx), seat0, seat1, {"winner": int(winner), "reason": reason})
     progress.done -= progress.played_now
     progress.played_now = 0

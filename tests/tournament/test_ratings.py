@@ -12,7 +12,14 @@ from arena.engine.playout import random_game
 from arena.errors import ConfigError
 from arena.records import make_record, normal_result
 from arena.tournament.config import Entrant, TournamentConfig
-from arena.tournament.ratings import HISTORY_COLUMNS, TABLE_COLUMNS, OnlineRatings, rate, rating_history
+from arena.tournament.ratings import (
+    HISTORY_COLUMNS,
+    TABLE_COLUMNS,
+    OnlineRatings,
+    ScheduleOrderTally,
+    rate,
+    rating_history,
+)
 from arena.tournament.schedule import schedule
 from arena.tournament.sprt import SPRT, _gsprt_llr, expected_score, game_counts, pair_counts
 from arena.tournament.storage import ResultStore
@@ -50,6 +57,38 @@ def test_a_bot_that_always_wins_ranks_above_one_that_always_loses() -> None:
     assert table.iloc[2]["win_rate"] == 0.0
     assert table["conservative"].tolist() == pytest.approx((table["mu"] - 3 * table["sigma"]).tolist())
     assert table["conservative"].is_monotonic_decreasing
+
+
+@pytest.mark.parametrize("order", ["in order", "shuffled", "reversed"])
+def test_games_coming_in_any_order_give_exactly_the_stored_table(order: str) -> None:
+    import random
+
+    plain = tournament(4)
+    frame = games(list(zip(plain["seat0"], plain["seat1"], plain["winner"], strict=True)),
+                  reasons={3: "timeout", 8: "crash"})
+    rows = list(frame[["idx", "seat0", "seat1", "winner", "reason"]].itertuples(index=False))
+    if order == "shuffled":
+        random.Random(7).shuffle(rows)
+    elif order == "reversed":
+        rows.reverse()
+    tally = ScheduleOrderTally(len(rows), ["idle"])
+    for i, row in enumerate(rows):
+        assert tally.table() is None  # not all in yet
+        tally.add_game(*row)
+        assert tally.rated <= i + 1
+    pd.testing.assert_frame_equal(tally.table(), rate(frame, ["idle"]), check_exact=True)
+    assert tally.leader() == ("strong", pytest.approx(tally.table()["conservative"].iloc[0]))
+
+
+def test_a_tally_without_every_game_or_with_one_off_the_schedule_has_no_final_table() -> None:
+    tally = ScheduleOrderTally(3)
+    tally.add_game(0, "a", "b", 0, "normal")
+    tally.add_game(2, "a", "b", 1, "normal")
+    assert tally.rated == 1 and tally.table() is None and not tally.complete
+    tally.add_game(1, "b", "a", 1, "normal")
+    assert tally.complete and tally.table() is not None
+    tally.add_game(5, "a", "b", 0, "normal")  # not in the schedule: the stored table differs
+    assert tally.table() is None
 
 
 def test_online_ratings_game_by_game_equal_the_table_and_name_its_leader() -> None:
