@@ -272,3 +272,26 @@ def test_database_is_in_wal_mode(config: TournamentConfig) -> None:
     with ResultStore(config.out, create=True):
         with sqlite3.connect(config.out / "tournament.db") as conn:
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_record_with_a_time_that_is_not_a_finite_number_is_refused_and_nothing_is_stored(
+        config: TournamentConfig) -> None:
+    spec = schedule(config.plan)[0]
+    record = record_for(spec)
+    record["moves"][0]["time_ms"] = float("nan")
+    with ResultStore(config.out, create=True) as store:
+        with pytest.raises(RecordError, match="time_ms must be a finite number"):
+            store.store_game(spec, record, 0.1)
+        assert store.game_count() == 0
+
+
+def test_stored_text_is_ascii_whatever_a_bot_wrote(config: TournamentConfig) -> None:
+    spec = schedule(config.plan)[0]
+    record = record_for(spec)
+    record["moves"][0]["info"] = "caf\u00e9 \u2028 line separator"
+    with ResultStore(config.out, create=True) as store:
+        store.store_game(spec, record, 0.1)
+        (stored,) = store.records()
+    text = (config.out / "games.jsonl").read_text(encoding="utf-8")
+    assert text.isascii() and len(text.splitlines()) == 1
+    assert stored["moves"][0]["info"] == "caf\u00e9 \u2028 line separator"
