@@ -28,6 +28,9 @@ class ArenaGroup(click.Group):
     """A group that turns our errors into one-line click errors."""
 
     def invoke(self, ctx: click.Context) -> object:
+        from arena.signals import unwind_on_termination
+
+        unwind_on_termination()  # SIGTERM / SIGHUP close the bots on the way out (arena/signals.py)
         try:
             return super().invoke(ctx)
         except ArenaError as exc:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.errors import ArenaError
+from arena.signals import ignore_termination, unwind_on_termination
 from arena.tournament.schedule import GameSpec
 from arena.tournament.series import Lineup, Played, lean
 
@@ -189,14 +190,14 @@ def _die_with_parent() -> None:
 def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
     """A worker: play each game the coordinator sends until it sends None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's business
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds: the pool kills its bots
+    unwind_on_termination(0)  # SIGTERM unwinds, once: the pool kills (and thaws) its bots
     _die_with_parent()
     try:
         with lineup.pool(Path(log_dir)) as pool:
             while (spec := conn.recv()) is not None:
                 conn.send(("done", (spec, lean(lineup.play(pool, spec)))))
             # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            ignore_termination()
     except (EOFError, BrokenPipeError):  # the coordinator is gone
         sys.exit(1)
     except Exception as exc:  # a bug: tell the coordinator in one line rather than print a traceback

@@ -1,0 +1,93 @@
+"""SIGTERM or SIGHUP to the harness (``timeout``, ``kill``, a closed terminal) closes its bots:
+no bot process, nor a child of one, outlives the command; under strict none stays frozen."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from arena.bots.pool import sample_bots_dir
+from tests.helpers import ARENA_ARGV, needs_strict, wait_for, write_bot
+
+# A random bot that first starts a child of its own, then thinks 0.15 s per move; the token on
+# both command lines finds them in /proc (under strict they run in a pid namespace of their own).
+SLOW_BOT = '''
+import subprocess, sys, time
+from arena.sdk import run
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[1]])
+def choose(state, legal_moves, clock):
+    time.sleep(0.15)
+    return legal_moves[0]
+run(choose, name="slow")
+'''
+
+
+def _with_token(token: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if token.encode() in handle.read():
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _stop_mid_run(tmp_path: Path, sandbox: str, command: str, signum: int) -> None:
+    token = f"arena-test-{uuid.uuid4().hex}"
+    bot = tmp_path / "slow"
+    bot.mkdir()
+    bot.chmod(0o755)
+    (bot / "bot.py").write_text(SLOW_BOT)
+    write_bot(bot, "slow", ["python", "bot.py", token])
+    other = str(sample_bots_dir() / "random")
+    args = {"play": ["play", str(bot), other, "--games", "20"],
+            "run-tournament": ["run-tournament", "--bots", str(bot), "--bots", other, "--games", "20",
+                               "--concurrency", "2", "--out", str(tmp_path / "out")]}[command]
+    runner = subprocess.Popen([*ARENA_ARGV, *args, "--sandbox", sandbox, "--time-per-move", "2000"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(lambda: len(_with_token(token)) >= 2, timeout=60)  # the bot and its child
+        time.sleep(0.5)  # mid-game: one of them is frozen under strict
+        os.killpg(runner.pid, signum)  # as timeout(1) and a closed terminal do: the whole group
+        runner.wait(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode in (128 + signum, -signum), runner.stderr.read() if runner.stderr else ""
+    err = runner.stderr.read().decode() if runner.stderr else ""
+    assert "Traceback" not in err, err
+    deadline = time.monotonic() + 10  # a killed process may take a moment to be reaped
+    while _with_token(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _with_token(token), f"left running: {_states(_with_token(token))}"
+
+
+def _states(pids: list[int]) -> list[str]:
+    states = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                states.append(f"{pid} {handle.read().rsplit(')', 1)[1].split()[0]}")
+        except OSError:
+            pass
+    return states
+
+
+@pytest.mark.parametrize("command", ["play", "run-tournament"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_a_terminated_harness_leaves_no_bot_behind(tmp_path: Path, command: str, signum: int) -> None:
+    _stop_mid_run(tmp_path, "none", command, signum)
+
+
+@needs_strict
+@pytest.mark.parametrize("command", ["play", "run-tournament"])
+def test_a_terminated_harness_leaves_no_bot_frozen_under_strict(tmp_path: Path, command: str) -> None:
+    _stop_mid_run(tmp_path, "strict", command, signal.SIGTERM)
