@@ -52,6 +52,9 @@ class Lineup:
     launcher: Launcher = field(default_factory=UnconfinedLauncher)
     pondering: bool = False
     broken: Mapping[int, str] = field(default_factory=dict)
+    # The manifests as read once, before any build: a build may rewrite its bot.toml, and a
+    # worker must not read it again (one bad file would take down every worker).
+    read: tuple[Manifest, ...] = ()
 
     @classmethod
     def of(cls, folders: Iterable[Path], **options: Any) -> Lineup:
@@ -59,10 +62,15 @@ class Lineup:
         becomes 'random-2'). Raises ManifestError for a folder without a valid bot.toml."""
         manifests = [Manifest.load(folder) for folder in folders]
         return cls(tuple(m.folder for m in manifests), tuple(unique_labels([m.name for m in manifests])),
-                   **options)
+                   read=tuple(manifests), **options)
 
     def manifests(self) -> list[Manifest]:
-        return [Manifest.load(folder) for folder in self.folders]
+        """The bots' manifests, in their current folders (built copies, a Dask worker's
+        unpacked ones); read from the folders only when the lineup holds none yet."""
+        if not self.read:
+            return [Manifest.load(folder) for folder in self.folders]
+        return [dataclasses.replace(manifest, folder=folder)
+                for manifest, folder in zip(self.read, self.folders, strict=True)]
 
     def seats(self, spec: GameSpec) -> tuple[int, int]:
         """The entrant indexes of a game's seat 0 and seat 1."""
@@ -84,9 +92,10 @@ def build_lineup(lineup: Lineup, log_dir: Path, build_dir: Path | None = None) -
     """Build every bot once, before workers start: the lineup to run, with the built copies
     (under strict, and for shipped bots: in ``build_dir/<label>``, by default
     ``log_dir/builds/<label>``) and the build errors as ``broken``."""
-    built, errors = build_all(lineup.manifests(), log_dir, list(lineup.labels), launcher=lineup.launcher,
+    manifests = lineup.manifests()  # read now, before any build can rewrite them
+    built, errors = build_all(manifests, log_dir, list(lineup.labels), launcher=lineup.launcher,
                               build_dir=build_dir or log_dir / "builds")
-    return dataclasses.replace(lineup, folders=tuple(m.folder for m in built),
+    return dataclasses.replace(lineup, folders=tuple(m.folder for m in built), read=tuple(manifests),
                                broken={**lineup.broken, **errors})
 
 

@@ -135,6 +135,19 @@ def test_shipped_c_bot_under_none_is_built_in_a_copy_and_the_package_is_never_wr
     assert sorted(g[2] for g in _games(out)) == ["normal", "normal"]
 
 
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=needs_strict)])
+def test_a_build_that_rewrites_its_bot_toml_cannot_stop_the_tournament(tmp_path: Path, sandbox: str) -> None:
+    # The manifest is read once, before the build: workers never read the rewritten file
+    # (they used to, each failing on it, until the run stopped after three lost workers).
+    source = _copy_bot("random", tmp_path / "rewriter", new_name="rewriter",
+                       build_cmd="echo name = 5 > bot.toml")
+    out = tmp_path / "out"
+    proc = arena("run-tournament", "--bots", str(source), "--bots", RANDOM, "--games", "2",
+                 "--concurrency", "2", "--out", str(out), "--sandbox", sandbox)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(g[2] for g in _games(out)) == ["normal", "normal"]
+
+
 def test_an_authors_own_bot_under_none_is_built_in_its_folder(tmp_path: Path) -> None:
     # Level none is an author's machine: the build runs where `make` would.
     source = _copy_bot("cbot", tmp_path / "cbot")
