@@ -35,6 +35,26 @@ class ArenaGroup(click.Group):
             return super().invoke(ctx)
         except ArenaError as exc:
             raise click.ClickException(for_terminal(str(exc))) from None
+        except OSError as exc:  # a path we could not read or write: one line, not a traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(for_terminal(f"{where}{exc.strerror or exc}")) from None
+
+
+def _output_paths(out: Path | None = None, logs: Path | None = None) -> None:
+    """Check before any game is played that the records file ``out`` can be appended to and
+    the folder ``logs`` made: a bad path is a one-line error now, not games lost later."""
+    try:
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+        if out is not None:
+            if out.is_dir():
+                raise ArenaError(f"{out}: is a folder; --out names the file to append the records to")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with out.open("a", encoding="utf-8"):
+                pass
+    except OSError as exc:
+        where = exc.filename or out or logs
+        raise ArenaError(f"{where}: cannot write there: {exc.strerror or exc}") from None
 
 
 @click.group(cls=ArenaGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -287,6 +307,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
     rules = _ruleset(game, edition, components_file)
+    _output_paths(out, logs)
     _start_trace(trace)
     launcher = _launcher(sandbox, pondering)
     lineup = Lineup.of([bot_a, bot_b], time_control=tc, ruleset=rules, launcher=launcher, pondering=pondering)
@@ -548,13 +569,19 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
-    Exit status: 0 when H1 is accepted, 1 when H0 is accepted, 2 when max-games ran out.
+    Exit status: 0 when H1 is accepted, 1 when H0 is accepted, 2 when max-games ran out,
+    3 on an error (a bot that cannot be built or started, a bad path): then no verdict.
     """
     from arena.clock import TimeControl
     from arena.tournament.sequential import run_sprt
     from arena.tournament.sprt import SPRT
 
     test = SPRT(elo0, elo1, alpha, beta)
+    try:
+        _output_paths(out, logs)
+    except ArenaError as exc:
+        click.echo(f"Error: {for_terminal(str(exc))}", err=True)
+        raise SystemExit(3) from None
     lower, upper = test.bounds()
     click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
                f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
@@ -564,11 +591,17 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"(pairs 0/1/2 wins: {state.pairs[0]}/{state.pairs[1]}/{state.pairs[2]}) "
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
-    launcher = _launcher(sandbox)
-    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, launcher=launcher,
-                     ruleset=_ruleset(game, edition, components_file),
-                     time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out, on_pair=report,
-                     concurrency=concurrency)
+    try:
+        launcher = _launcher(sandbox)
+        state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, launcher=launcher,
+                         ruleset=_ruleset(game, edition, components_file),
+                         time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
+                         on_pair=report, concurrency=concurrency)
+    except (ArenaError, OSError) as exc:  # exit 1 means "H0 accepted" here: an error is 3
+        where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+        text = f"{where}{exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+        click.echo(f"Error: {for_terminal(text)}", err=True)
+        raise SystemExit(3) from None
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",
                "accept H0": f"H0 accepted: {new.name} is not stronger by {elo1:g} elo",

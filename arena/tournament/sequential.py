@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.clock import TimeControl
-from arena.engine import Ruleset
+from arena.engine import Ruleset, Termination
+from arena.errors import ArenaError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.records import append_record
 from arena.referee import GameResult
@@ -57,6 +58,14 @@ class SprtRule:
         self._halves: dict[int, int] = {}  # pair -> games NEW won of the one in so far
 
     def __call__(self, spec: GameSpec, result: GameResult) -> bool:
+        if result.loser is not None and _never_played(result, result.loser):
+            # A bot that cannot be built or started loses every game: any verdict would be
+            # about nothing (and "H1 accepted" against a broken OLD would pass a CI gate).
+            who = (spec.seat0, spec.seat1)[result.loser]
+            detail = result.detail.splitlines()[0] if result.detail else result.termination.value
+            raise ArenaError(f"{who} could not start, so the test cannot judge it: {detail} "
+                             f"({result.termination.value} before its first move; arena check-bot "
+                             f"on it says more)")
         state = self.state
         new_won = (spec.seat0, spec.seat1)[result.winner] == self.new
         state.wins += new_won
@@ -69,6 +78,13 @@ class SprtRule:
         if self.on_pair is not None:
             self.on_pair(state)
         return state.status != "continue"
+
+
+def _never_played(result: GameResult, seat: int) -> bool:
+    """The seat lost without playing a move: its build or start failed, or it crashed first."""
+    if result.termination not in (Termination.START_FAILURE, Termination.CRASH):
+        return False
+    return not any(move["player"] == seat for move in result.record["moves"])
 
 
 def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log_dir: Path,

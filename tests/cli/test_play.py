@@ -102,3 +102,36 @@ def test_sprt_accepts_greedy_over_random_and_rejects_random_over_greedy(tmp_path
     # it stopped as soon as the log-likelihood ratio left its bounds, well before max-games
     last = [line for line in worse.stdout.splitlines() if line.startswith("games")][-1]
     assert int(last.split()[1].rstrip(":")) < 200 and float(last.split("LLR")[1].split()[0]) <= -2.94
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+@pytest.mark.parametrize("broken_side", ["new", "old"])
+def test_sprt_gives_no_verdict_when_a_bot_cannot_start(tmp_path: Path, broken_side: str,
+                                                      concurrency: str) -> None:
+    # A broken OLD used to give "H1 accepted" and exit 0: a CI gate would pass.
+    from tests.helpers import write_bot
+
+    broken = write_bot(tmp_path / "broken", "broken", ["python", "-c", "import sys; sys.exit(9)"],
+                       protocol="stdio").folder
+    good = sample_bots_dir() / "random"
+    new, old = (broken, good) if broken_side == "new" else (good, broken)
+    proc = arena("sprt", str(new), str(old), "--max-games", "40", "--time-per-move", "200",
+                 "--concurrency", concurrency, "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "broken could not start, so the test cannot judge it" in proc.stderr, proc.stderr
+    assert "accepted" not in proc.stdout and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["play", "sprt"])
+def test_a_records_path_that_cannot_be_written_is_one_line_before_any_game(tmp_path: Path,
+                                                                            command: str) -> None:
+    folder = sample_bots_dir() / "random"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = arena(command, str(folder), str(folder), "--out", str(blocker / "records.jsonl"),
+                 "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == (3 if command == "sprt" else 1), proc.stdout + proc.stderr
+    assert "cannot write there" in proc.stderr and "Traceback" not in proc.stderr
+    assert "game 1" not in proc.stdout
+    proc = arena("play", str(folder), str(folder), "--logs", str(blocker / "logs"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and str(blocker) in proc.stderr
