@@ -219,6 +219,10 @@ class BotHandle:
                 words[0] in _SHELL_BUILTINS or any(w in _SHELL_OPERATORS for w in words)):
             return ("no shell is run: 'command' is executed as it is, so put the commands in a "
                     "script (e.g. run.sh with its #! line) and run that")
+        if (isinstance(error, BotStartError) and words and "/" not in words[0]
+                and (self.manifest.folder / words[0]).is_file()):
+            return (f"a command without a '/' is looked up on the PATH, not in the bot's folder: "
+                    f"write \"./{words[0]}\" in bot.toml")
         stdio = self.manifest.protocol == "stdio"
         starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
         exited_0 = isinstance(error, BotTerminatedError) and "exit code 0" in str(error)

@@ -344,6 +344,22 @@ def _check_size(games: _Given, entrants: int, challengers: int | None) -> None:
                           f"{games.value:,} games per pairing x {pairings:,} pairings = {total:,} games")
 
 
+def _meant_as_bot(given: _Given, folder: Path) -> bool:
+    """Whether a subfolder of a folder of bots is an entrant. Folders without a manifest are
+    skipped (``.previous``, notes), but never silently one that looks meant as a bot: a
+    ``Bot.toml`` is an error, and a ``bot.toml`` that is not a regular file is an entrant
+    whose manifest then says what is wrong with it."""
+    if (folder / MANIFEST).exists() or (folder / MANIFEST).is_symlink():
+        return True
+    if folder.name.startswith("."):
+        return False
+    near = [p.name for p in folder.iterdir() if p.name.lower() == MANIFEST and p.name != MANIFEST]
+    if near:
+        raise given.error(f"bot folders each holding a {MANIFEST} (the name is case-sensitive)",
+                          f"{got(str(folder))}: holds {near[0]}")
+    return False
+
+
 def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
     """Expand folders of bot folders (sorted), read each bot.toml, check names are unique."""
     expected = f"bot folders (each holding a {MANIFEST}) or folders of bot folders"
@@ -356,7 +372,7 @@ def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
         if (folder / MANIFEST).is_file():
             expanded.append(folder.resolve())
             continue
-        inner = sorted(p for p in folder.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
+        inner = sorted(p for p in folder.iterdir() if p.is_dir() and _meant_as_bot(given, p))
         if not inner:
             raise given.error(expected, f"{got(str(folder))}: not a bot folder (no {MANIFEST}) and holds no "
                               "bot folders")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -97,6 +98,16 @@ def test_shell_syntax_in_command(tmp_path: Path) -> None:
     code, out = check_bot(folder)
     assert code == 1 and "cannot start 'cd'" in out, out
     assert "no shell is run" in out and "put the commands in a script" in out, out
+
+
+def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path) -> None:
+    folder = newcomer(tmp_path, "stdio_bot.py", command=["stdio_bot.py"], name="bare")
+    script = folder / "stdio_bot.py"
+    script.write_text(f"#!{sys.executable}\n" + script.read_text())
+    script.chmod(0o755)
+    code, out = check_bot(folder)
+    assert code == 1 and "cannot start 'stdio_bot.py'" in out, out
+    assert 'write "./stdio_bot.py" in bot.toml' in out, out
 
 
 def test_every_manifest_problem_at_once(tmp_path: Path) -> None:

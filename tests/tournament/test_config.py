@@ -249,3 +249,21 @@ def test_json_round_trip(tmp_path: Path, bots: Path) -> None:
     assert TournamentConfig.from_json(data) == config
     with pytest.raises(ConfigError, match="malformed"):
         TournamentConfig.from_json({"name": "x"})
+
+
+def test_a_folder_of_bots_skips_plain_folders_but_not_a_misnamed_manifest(tmp_path: Path) -> None:
+    folder = tmp_path / "entrants"
+    make_bot(folder / "ant")
+    make_bot(folder / "bee")
+    (folder / ".previous" / "ant-old").mkdir(parents=True)  # what submit --replace keeps
+    (folder / "notes").mkdir()
+    config = load_config(None, {"entrants": [folder]})
+    assert config.names == ("ant", "bee")
+    make_bot(folder / "cat")
+    (folder / "cat" / "bot.toml").rename(folder / "cat" / "Bot.toml")
+    with pytest.raises(ConfigError, match=r"cat': holds Bot.toml"):
+        load_config(None, {"entrants": [folder]})
+    (folder / "cat" / "Bot.toml").unlink()
+    os.mkfifo(folder / "cat" / "bot.toml")  # not a regular file: the manifest parser says so
+    with pytest.raises(ConfigError, match="bot.toml"):
+        load_config(None, {"entrants": [folder]})
