@@ -33,11 +33,16 @@ class ArenaGroup(click.Group):
         unwind_on_termination()  # SIGTERM / SIGHUP close the bots on the way out (arena/signals.py)
         try:
             return super().invoke(ctx)
-        except ArenaError as exc:
-            raise click.ClickException(for_terminal(str(exc))) from None
-        except OSError as exc:  # a path we could not read or write: one line, not a traceback
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(for_terminal(f"{where}{exc.strerror or exc}")) from None
+        except (ArenaError, OSError) as exc:  # OSError: a path we could not read or write
+            raise click.ClickException(one_line(exc)) from None
+
+
+def one_line(error: ArenaError | OSError) -> str:
+    """What the user reads of an error, safe for a terminal: "FILE: what went wrong" for an
+    OSError, the message of an ArenaError."""
+    if isinstance(error, OSError) and error.strerror:
+        return for_terminal(f"{error.filename}: {error.strerror}" if error.filename else error.strerror)
+    return for_terminal(str(error))
 
 
 def _output_paths(out: Path | None = None, logs: Path | None = None) -> None:
@@ -580,7 +585,7 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     try:
         _output_paths(out, logs)
     except ArenaError as exc:
-        click.echo(f"Error: {for_terminal(str(exc))}", err=True)
+        click.echo(f"Error: {one_line(exc)}", err=True)
         raise SystemExit(3) from None
     lower, upper = test.bounds()
     click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
@@ -598,9 +603,7 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                          time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
                          on_pair=report, concurrency=concurrency)
     except (ArenaError, OSError) as exc:  # exit 1 means "H0 accepted" here: an error is 3
-        where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
-        text = f"{where}{exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-        click.echo(f"Error: {for_terminal(text)}", err=True)
+        click.echo(f"Error: {one_line(exc)}", err=True)
         raise SystemExit(3) from None
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",
