@@ -104,7 +104,7 @@ def test_sprt_accepts_greedy_over_random_and_rejects_random_over_greedy(tmp_path
     assert int(last.split()[1].rstrip(":")) < 200 and float(last.split("LLR")[1].split()[0]) <= -2.94
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
+@pytest.mark.parametrize("concurrency", ["1", pytest.param("2", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("broken_side", ["new", "old"])
 def test_sprt_gives_no_verdict_when_a_bot_cannot_start(tmp_path: Path, broken_side: str,
                                                       concurrency: str) -> None:

@@ -82,12 +82,13 @@ def _states(pids: list[int]) -> list[str]:
 
 
 @pytest.mark.parametrize("command", ["play", "run-tournament"])
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)],
+                         ids=["TERM", "HUP"])
 def test_a_terminated_harness_leaves_no_bot_behind(tmp_path: Path, command: str, signum: int) -> None:
     _stop_mid_run(tmp_path, "none", command, signum)
 
 
 @needs_strict
-@pytest.mark.parametrize("command", ["play", "run-tournament"])
+@pytest.mark.parametrize("command", ["play", pytest.param("run-tournament", marks=pytest.mark.slow)])
 def test_a_terminated_harness_leaves_no_bot_frozen_under_strict(tmp_path: Path, command: str) -> None:
     _stop_mid_run(tmp_path, "strict", command, signal.SIGTERM)

@@ -135,7 +135,7 @@ def test_shipped_c_bot_under_none_is_built_in_a_copy_and_the_package_is_never_wr
     assert sorted(g[2] for g in _games(out)) == ["normal", "normal"]
 
 
-@pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=needs_strict)])
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=[needs_strict, pytest.mark.slow])])
 def test_a_build_that_rewrites_its_bot_toml_cannot_stop_the_tournament(tmp_path: Path, sandbox: str) -> None:
     # The manifest is read once, before the build: workers never read the rewritten file
     # (they used to, each failing on it, until the run stopped after three lost workers).
