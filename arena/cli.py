@@ -328,8 +328,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
     def report(spec, result) -> None:  # type: ignore[no-untyped-def]
         nonlocal failures
         seats = lineup.seats(spec)
-        if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
+        if out is not None:  # its folder was made by _output_paths
             append_record(out, result.record)
         winner = seats[result.winner]
         wins[winner] += 1
@@ -582,14 +581,7 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     from arena.tournament.sprt import SPRT
 
     test = SPRT(elo0, elo1, alpha, beta)
-    try:
-        _output_paths(out, logs)
-    except ArenaError as exc:
-        click.echo(f"Error: {one_line(exc)}", err=True)
-        raise SystemExit(3) from None
     lower, upper = test.bounds()
-    click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
-               f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
 
     def report(state) -> None:  # type: ignore[no-untyped-def]
         click.echo(f"games {state.games:4d}: W {state.wins} L {state.losses} "
@@ -597,9 +589,11 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
     try:
-        launcher = _launcher(sandbox)
-        state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs, launcher=launcher,
-                         ruleset=_ruleset(game, edition, components_file),
+        _output_paths(out, logs)
+        click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
+                   f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
+        state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
+                         launcher=_launcher(sandbox), ruleset=_ruleset(game, edition, components_file),
                          time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
                          on_pair=report, concurrency=concurrency)
     except (ArenaError, OSError) as exc:  # exit 1 means "H0 accepted" here: an error is 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -121,3 +122,12 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
             return value
         time.sleep(0.005)
     raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+
+
+def stored_games(out: Path) -> int:
+    """How many games the run in ``out`` has stored so far (0 before its database exists)."""
+    try:
+        with sqlite3.connect(f"file:{out / 'tournament.db'}?mode=ro", uri=True) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+    except sqlite3.Error:
+        return 0

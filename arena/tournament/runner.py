@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena.clock import TimeControl
 from arena.launch.launcher import Launcher
@@ -26,6 +26,9 @@ from arena.tournament.series import Executor, Lineup, build_lineup, run_series
 from arena.tournament.storage import ResultStore
 from arena.tournament.workers import MAX_WORKER_DEATHS, WorkerProcesses
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["MAX_WORKER_DEATHS", "Progress", "RunSummary", "run_tournament", "tournament_lineup"]
 
 
@@ -35,14 +38,10 @@ class Progress:
 
     total: int
     done: int
+    ratings: ScheduleOrderTally  # the games rated so far, in schedule order: the live leader
     played_now: int = 0
     failures: int = 0
     started: float = field(default_factory=time.monotonic)
-    ratings: ScheduleOrderTally | None = None  # default: of ``total`` games, entrants as they come
-
-    def __post_init__(self) -> None:
-        if self.ratings is None:
-            self.ratings = ScheduleOrderTally(self.total)
 
     @property
     def rate(self) -> float:
@@ -54,7 +53,6 @@ class Progress:
         return (self.total - self.done) / self.rate if self.rate > 0 else None
 
     def leader(self) -> tuple[str, float] | None:
-        assert self.ratings is not None
         return self.ratings.leader()
 
 
@@ -67,7 +65,7 @@ class RunSummary:
     interrupted: bool
     build_errors: dict[str, str]
     seconds: float
-    table: Any = None  # the final rating table (a DataFrame) when every game is in; else None
+    table: pd.DataFrame | None = None  # the final rating table when every game is in; else None
 
 
 def tournament_lineup(config: TournamentConfig, launcher: Launcher | None = None) -> Lineup:
@@ -131,13 +129,11 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
                 interrupted = True
             finally:
                 runner.close()
-    assert progress.ratings is not None
     return RunSummary(total, already, progress.played_now, progress.failures,
                       interrupted, build_errors, time.monotonic() - started, progress.ratings.table())
 
 
 def _update(progress: Progress, idx: int, seat0: str, seat1: str, result: dict[str, Any]) -> None:
-    assert progress.ratings is not None
     progress.done += 1
     progress.played_now += 1
     progress.failures += result["reason"] != "normal"

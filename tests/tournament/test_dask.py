@@ -16,7 +16,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.tournament.distributed import bundle_hash, pack_bot
-from tests.helpers import ARENA_ARGV, arena, worker_processes
+from tests.helpers import ARENA_ARGV, arena, stored_games, worker_processes
 from tests.tournament.test_run import stored_results, table_lines
 
 SAMPLES = sample_bots_dir()
@@ -94,7 +94,6 @@ def test_a_dask_worker_killed_mid_game_loses_no_game_and_stores_none_twice(
         tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import os
     import signal
-    import sqlite3
     import subprocess
     import time
 
@@ -219,18 +218,10 @@ class _Cluster:
                 process.wait()
 
 
-def _stored(out: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{out / 'tournament.db'}?mode=ro", uri=True) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM games").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-
-
 def _when_stored(runner: subprocess.Popen[str], out: Path, games: int) -> None:
     """Wait until ``games`` games are stored (the run still going)."""
     deadline = time.monotonic() + 60
-    while _stored(out) < games and runner.poll() is None and time.monotonic() < deadline:
+    while stored_games(out) < games and runner.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     if runner.poll() is not None:
         stdout, stderr = runner.communicate()
@@ -255,7 +246,7 @@ def test_a_dask_cluster_of_separate_processes_survives_a_killed_worker_and_not_i
         os.kill(victim, signal.SIGKILL)  # mid-run: its games in flight go to the other worker
         stdout, stderr = runner.communicate(timeout=120)
         assert runner.returncode == 0, stdout + stderr
-        assert _stored(out) == games
+        assert stored_games(out) == games
         assert stored_results(out) == stored_results(tmp_path / "local")
         assert table_lines(stdout) == table_lines(local.stdout)
         assert len((out / "games.jsonl").read_text().splitlines()) == games
@@ -272,4 +263,4 @@ def test_a_dask_cluster_of_separate_processes_survives_a_killed_worker_and_not_i
     assert "Traceback" not in stderr, stderr
     error = stderr.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("Error: lost the Dask scheduler at "), stderr
-    assert 1 <= _stored(lost) < games  # what was stored is kept: a rerun plays the rest
+    assert 1 <= stored_games(lost) < games  # what was stored is kept: a rerun plays the rest

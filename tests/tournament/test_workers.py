@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from arena.bots.pool import sample_bots_dir
-from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, worker_processes
+from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, stored_games, worker_processes
 
 SAMPLES = sample_bots_dir()
 
@@ -48,15 +48,6 @@ def _bots(tmp_path: Path) -> Path:
         shutil.copytree(SAMPLES / name, bots / name, ignore=shutil.ignore_patterns("__pycache__"))
     tmp_path.chmod(0o755)  # strict: each bot's uid must reach its folder
     return bots
-
-
-def _stored(out: Path) -> int:
-    """How many games the run has stored so far (0 before its database exists)."""
-    try:
-        with sqlite3.connect(f"file:{out / 'tournament.db'}?mode=ro", uri=True) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM games").fetchone()[0])
-    except sqlite3.Error:
-        return 0
 
 
 def _check_every_game_once(out: Path, total: int) -> None:
@@ -94,7 +85,7 @@ def _run_killing_workers(tmp_path: Path, *, concurrency: int, kills: int, seed: 
                 time.sleep(0.05)
             workers = worker_processes(runner.pid)
             if workers and killed < kills:
-                stored = _stored(out)
+                stored = stored_games(out)
                 os.kill(rng.choice(workers), signal.SIGKILL)
                 killed += 1
                 # With more games left than workers, the victim was holding or about to hold one.
