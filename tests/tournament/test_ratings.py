@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import trueskill
 
 from arena.engine.playout import random_game
 from arena.errors import ConfigError
@@ -17,8 +19,10 @@ from arena.tournament.ratings import (
     TABLE_COLUMNS,
     OnlineRatings,
     ScheduleOrderTally,
+    environment,
     rate,
     rating_history,
+    win_1vs1,
 )
 from arena.tournament.schedule import schedule
 from arena.tournament.sprt import SPRT, _gsprt_llr, expected_score, game_counts, pair_counts
@@ -226,3 +230,41 @@ def test_counts_from_a_games_frame() -> None:
                    ("base", "new", 0)])  # pair 3, only one game: left out of pairs
     assert game_counts(frame, "new", "base") == (3, 2)
     assert pair_counts(frame, "new", "base") == (0, 1, 1)
+
+
+@pytest.mark.parametrize("draw_probability", [0.0, 0.1])
+def test_the_closed_form_update_is_trueskills_rate_1vs1(draw_probability: float) -> None:
+    """win_1vs1 against the package's factor graph, over ratings from fresh to settled and
+    far apart, including the ones where both give up (FloatingPointError)."""
+    env = trueskill.TrueSkill(draw_probability=draw_probability)
+    rnd = random.Random(7)
+    raised = 0
+    pairs = [(trueskill.Rating(rnd.uniform(-20, 70), rnd.uniform(0.05, 9)),
+              trueskill.Rating(rnd.uniform(-20, 70), rnd.uniform(0.05, 9))) for _ in range(3000)]
+    pairs += [(trueskill.Rating(0, 1), trueskill.Rating(gap, 1)) for gap in range(0, 1000, 25)]
+    for a, b in pairs:
+        try:
+            expected = trueskill.rate_1vs1(a, b, env=env)
+        except FloatingPointError:
+            raised += 1
+            with pytest.raises(FloatingPointError):
+                win_1vs1(a, b, env)
+            continue
+        for want, got in zip(expected, win_1vs1(a, b, env), strict=True):
+            assert got.mu == pytest.approx(want.mu, rel=1e-6, abs=1e-6)
+            assert got.sigma == pytest.approx(want.sigma, rel=1e-6)
+    assert raised > 0  # the far-apart cases were drawn
+
+
+def test_a_long_tournament_rated_in_closed_form_ends_where_the_package_does() -> None:
+    env = environment()
+    mine = OnlineRatings(["a", "b", "c", "d"], env)
+    theirs = {name: env.create_rating() for name in "abcd"}
+    rnd = random.Random(3)
+    for _ in range(3000):
+        winner, loser = rnd.sample("abcd", 2)
+        mine.add(winner, loser)
+        theirs[winner], theirs[loser] = trueskill.rate_1vs1(theirs[winner], theirs[loser], env=env)
+    for name in "abcd":
+        assert mine.ratings[name].mu == pytest.approx(theirs[name].mu, abs=1e-6)
+        assert mine.ratings[name].sigma == pytest.approx(theirs[name].sigma, abs=1e-6)
