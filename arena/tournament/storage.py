@@ -93,6 +93,8 @@ CREATE TABLE moves (
 _GAME_COLUMNS = ("idx", "game_id", "pair", "seed", "seat0", "seat1", "score0", "score1", "winner",
                  "winner_name", "loser", "reason", "detail", "moves", "duration_s", "started_at",
                  "finished_at")
+_INSERT_GAME = (f"INSERT INTO games ({', '.join(_GAME_COLUMNS)}, record) "
+                f"VALUES ({', '.join('?' * (len(_GAME_COLUMNS) + 1))})")
 _GAME_TYPES = {"idx": "int64", "pair": "int64", "seed": "int64", "score0": "int64", "score1": "int64",
                "winner": "int64", "loser": "Int64", "moves": "int64", "duration_s": "float64"}
 _MOVE_TYPES = {"idx": "int64", "ply": "int64", "player": "int64", "patch": "Int64", "time_ms": "float64"}
@@ -117,6 +119,7 @@ class ResultStore:
         self.readonly = readonly
         self._mutex = threading.Lock()
         self._lock_file: Any = None
+        self._jsonl_fd: int | None = None  # games.jsonl, open for appending while we write
         self._conn = self._open(create)
         if not readonly:
             try:
@@ -266,6 +269,7 @@ class ResultStore:
 
     def close(self) -> None:
         with self._mutex:
+            self._close_jsonl()
             if getattr(self, "_conn", None) is not None:
                 self._conn.close()
             self._release_lock()
@@ -340,13 +344,15 @@ class ResultStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    clash = conn.execute("SELECT game_id, idx FROM games WHERE game_id = ? OR idx = ?",
-                                         (spec.game_id, spec.index)).fetchone()
-                    if clash is not None:
+                    try:  # game_id and idx are unique: a game stored already fails here
+                        conn.execute(_INSERT_GAME, game_row)
+                    except sqlite3.IntegrityError:
+                        clash = conn.execute("SELECT game_id, idx FROM games WHERE game_id = ? OR idx = ?",
+                                             (spec.game_id, spec.index)).fetchone()
+                        if clash is None:
+                            raise
                         raise RecordError(f"game {spec.game_id} (index {spec.index}) is already stored as "
-                                          f"{clash[0]} (index {clash[1]})")
-                    conn.execute(f"INSERT INTO games ({', '.join(_GAME_COLUMNS)}, record) "
-                                 f"VALUES ({', '.join('?' * (len(_GAME_COLUMNS) + 1))})", game_row)
+                                          f"{clash[0]} (index {clash[1]})") from None
                     conn.executemany("INSERT INTO moves (game_id, ply, player, action, patch, cells, "
                                      "time_ms) VALUES (?, ?, ?, ?, ?, ?, ?)", move_rows)
                     conn.execute("COMMIT")
@@ -355,7 +361,7 @@ class ResultStore:
                     raise
             except sqlite3.Error as exc:
                 raise ArenaError(f"{self.db_path}: cannot store game {spec.game_id}: {exc}") from None
-            _append_line(self.jsonl_path, text)
+            self._append_jsonl(text)
 
     def completed_ids(self) -> set[str]:
         """The ids of the stored games (the ones a resumed run skips)."""
@@ -401,6 +407,7 @@ class ResultStore:
             if listed is None and not stored and not self.jsonl_path.exists():
                 self.jsonl_path.touch()
                 return False
+            self._close_jsonl()
             tmp = self.jsonl_path.with_name(JSONL_NAME + ".tmp")
             with tmp.open("w", encoding="utf-8") as handle:
                 for (text,) in self._conn.execute("SELECT record FROM games ORDER BY idx"):
@@ -414,6 +421,21 @@ class ResultStore:
     def _writable(self) -> None:
         if self.readonly:
             raise ConfigError(f"{self.folder}: opened read-only")
+
+    def _append_jsonl(self, text: str) -> None:
+        """Append one record line: one write to a descriptor kept open (O_APPEND), not an
+        open and close per game."""
+        if self._jsonl_fd is None:
+            self._jsonl_fd = os.open(self.jsonl_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                                     0o644)
+        data = memoryview((text + "\n").encode())
+        while data:
+            data = data[os.write(self._jsonl_fd, data):]
+
+    def _close_jsonl(self) -> None:
+        if self._jsonl_fd is not None:
+            os.close(self._jsonl_fd)
+            self._jsonl_fd = None
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
@@ -509,12 +531,6 @@ def _rows(spec: GameSpec, record: dict[str, Any],
                 winner, names[winner], loser, reason, str(result.get("detail") or ""), len(moves),
                 float(duration_s), record.get("started_at"), record.get("finished_at"), text)
     return game_row, move_rows
-
-
-def _append_line(path: Path, text: str) -> None:
-    """Append one record line (one write, flushed on close)."""
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(text + "\n")
 
 
 def _jsonl_ids(path: Path) -> list[str] | None:

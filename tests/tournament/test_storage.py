@@ -14,7 +14,6 @@ import pytest
 from arena.engine.playout import random_game
 from arena.errors import ArenaError, ConfigError, RecordError
 from arena.records import make_record, normal_result, replay
-from arena.tournament import storage
 from arena.tournament.config import TournamentConfig, load_config
 from arena.tournament.ratings import rate
 from arena.tournament.schedule import GameSpec, schedule
@@ -134,10 +133,10 @@ def test_kill_between_commit_and_append_is_repaired(config: TournamentConfig,
     with ResultStore(config.out, create=True) as store:
         store.store_game(specs[0], record_for(specs[0]), 1.0)
 
-        def killed(path: Path, text: str) -> None:
+        def killed(self: ResultStore, text: str) -> None:
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(storage, "_append_line", killed)
+        monkeypatch.setattr(ResultStore, "_append_jsonl", killed)
         with pytest.raises(KeyboardInterrupt):
             store.store_game(specs[1], record_for(specs[1]), 1.0)
         monkeypatch.undo()
