@@ -68,6 +68,7 @@ class GameClock:
         self.time_control = time_control
         self._banks = [float(time_control.bank_ms)] * 2
         self._moved = [False, False]
+        self._json = [self._seat_json(0), self._seat_json(1)]  # changed only by charge
 
     def limit_ms(self, seat: int) -> int:
         """The per-move limit of ``seat``'s next move (larger for its first of the game)."""
@@ -86,15 +87,20 @@ class GameClock:
         limit = self.limit_ms(seat)
         self._moved[seat] = True
         self._banks[seat] -= max(0.0, used_ms - limit)
+        over = 0.0
         if self._banks[seat] < 0:
             over = -self._banks[seat]
             self._banks[seat] = 0.0
-            return over
-        return 0.0
+        self._json[seat] = self._seat_json(seat)
+        return over
 
     def to_json(self) -> list[dict[str, int]]:
-        """Both seats' clocks as a move request carries them."""
-        return [{"bank_ms": int(self._banks[s]), "per_move_ms": self.limit_ms(s)} for s in (0, 1)]
+        """Both seats' clocks as a move request carries them (built when a move is charged,
+        not for every request; the dicts are shared: read-only)."""
+        return self._json[:]
+
+    def _seat_json(self, seat: int) -> dict[str, int]:
+        return {"bank_ms": int(self._banks[seat]), "per_move_ms": self.limit_ms(seat)}
 
 
 def move_limits_ms(time_control: TimeControl, players: list[int]) -> list[int]:

@@ -102,6 +102,18 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     Lone UTF-16 surrogates in strings (``"\\ud800"``) come back as U+FFFD, so every
     decoded message encodes again as UTF-8.
     """
+    if sender == "bot" and max_bytes >= _PLAIN_MOVE_MAX_BYTES:
+        # The message of every move: orjson parses it in a fraction of the time. It is
+        # taken only when it is a plain move, which holds no float, no integer beyond 64
+        # bits and no lone surrogate (orjson refuses those) and is never oversize, so it
+        # is exactly what the checks below would return; anything else goes through them,
+        # which decide.
+        try:
+            fast = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            fast = None
+        if type(fast) is dict and is_plain_move(fast):
+            return fast
     if isinstance(raw, str):
         text = raw[:-2] if raw.endswith("\r\n") else raw[:-1] if raw.endswith("\n") else raw
         # Cheap bounds first: a character is 1 to 4 bytes of UTF-8.
@@ -125,17 +137,6 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
                 f"not UTF-8 (byte {exc.start}: {exc.reason}): {_quote_bytes(data)}") from None
     if not text.strip():
         raise MalformedMessageError("not JSON: an empty message")
-    if sender == "bot":
-        # The message of every move: orjson parses it in a fraction of the time. It is
-        # taken only when it is a plain move, which holds no float, no integer beyond 64
-        # bits and no lone surrogate (orjson refuses those), so it is exactly what the
-        # parser below would return; anything else is parsed again below, which decides.
-        try:
-            fast = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            fast = None
-        if type(fast) is dict and is_plain_move(fast):
-            return fast
     try:
         msg = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
@@ -219,6 +220,7 @@ def check_protocol(hello: Mapping[str, Any]) -> int:
 
 
 _MOVE_KEYS = frozenset({"type", "seq", "move", "info"})
+_PLAIN_MOVE_MAX_BYTES = 16_384  # more than any message is_plain_move accepts (info: 1,000 chars)
 
 
 def is_plain_move(msg: dict[str, Any]) -> bool:
