@@ -83,7 +83,7 @@ def bench_referee(games: int = 60) -> None:
         pool.play(0, 1, seed=0)  # start both processes before timing
         start = time.perf_counter()
         for game in range(games):
-            result = pool.play(game % 2, 1 - game % 2, seed=game)
+            result = pool.play(game % 2, 1 - game % 2, seed=game, measure=True)
             overhead.extend(result.overhead_ns)
         elapsed = time.perf_counter() - start
     print("referee (random vs random over ZeroMQ, one game at a time, bots reused)")
@@ -276,7 +276,7 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
                     times: list[float] = []
                     freeze_ns: list[int] = []
                     for game in range(games):
-                        result = pool.play(game % 2, 1 - game % 2, seed=game)
+                        result = pool.play(game % 2, 1 - game % 2, seed=game, measure=True)
                         times.extend(move["time_ms"] for move in result.record["moves"])
                         freeze_ns.extend(result.freeze_ns)
                 stop.set()

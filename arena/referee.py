@@ -143,10 +143,10 @@ class GameResult:
     winner: int
     loser: int | None
     detail: str
-    overhead_ns: list[int] = field(default_factory=list)
+    overhead_ns: list[int] = field(default_factory=list)  # with measure=True: per move
     duration_s: float = 0.0
     stale_replies: int = 0
-    freeze_ns: list[int] = field(default_factory=list)  # thaw + freeze of the mover, per move
+    freeze_ns: list[int] = field(default_factory=list)  # with measure=True: thaw + freeze of the mover
 
     @property
     def scores(self) -> tuple[int, int]:
@@ -167,10 +167,13 @@ class _Forfeit(Exception):
 def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised",
               first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
               game_id: str = "game", on_move: MoveCallback | None = None,
-              clock: Callable[[], float] = time.monotonic, ruleset: Ruleset | None = None) -> GameResult:
+              clock: Callable[[], float] = time.monotonic, ruleset: Ruleset | None = None,
+              measure: bool = False) -> GameResult:
     """Play one game; ``bots[i]`` sits in seat i. Never raises because of a bot.
 
-    ``ruleset`` chooses the game (default: Patchwork of ``edition``)."""
+    ``ruleset`` chooses the game (default: Patchwork of ``edition``). ``measure``: time the
+    referee's own work and the freezer per move (``overhead_ns``, ``freeze_ns``: the
+    bench's figures; a tournament does not pay for them)."""
     started_at = utc_now()
     wall_start = time.perf_counter()
     state = GameState.new(seed, edition, first_player, ruleset=ruleset)
@@ -193,8 +196,8 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
                                                       components=components_table))
         for bot in bots:
             bot.freeze()  # a bot computes on its own turn only
-        decode_ns = 0
-        t_ready = time.perf_counter_ns()
+        decode_ns = thaw_ns = 0
+        t_ready = time.perf_counter_ns() if measure else 0
         while (mover := state.to_move()) is not None:
             bot = bots[mover]
             seq = bot.next_seq()
@@ -204,19 +207,26 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             request = messages.move_request(seq, game_id, state, clocks.to_json(),
                                             legal_moves=bot.wants_legal_moves)
             text = encode(request)
-            t_thaw = time.perf_counter_ns()
-            bot.thaw()
-            thaw_ns = time.perf_counter_ns() - t_thaw
+            if measure:
+                t_thaw = time.perf_counter_ns()
+                bot.thaw()
+                thaw_ns = time.perf_counter_ns() - t_thaw
+            else:
+                bot.thaw()
             sent = clock()  # the clock starts once the bot can run
             _send_text(bot, mover, text)
-            overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
+            if measure:
+                overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
             reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock)
             used_ms = (clock() - sent) * 1000.0
-            t_ready = time.perf_counter_ns()
-            bot.freeze()
-            freeze_ns.append(time.perf_counter_ns() - t_ready + thaw_ns)
-            t_ready = time.perf_counter_ns()
-            decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
+            if measure:
+                t_ready = time.perf_counter_ns()
+                bot.freeze()
+                freeze_ns.append(time.perf_counter_ns() - t_ready + thaw_ns)
+                t_ready = time.perf_counter_ns()
+                decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
+            else:
+                bot.freeze()
             stale += stale_now
             if clocks.charge(mover, used_ms) > 0:  # the reply arrived just past the deadline
                 raise _Forfeit(mover, BotTimeoutError(_too_slow(bot.name, used_ms, limit_ms, bank_ms)))

@@ -33,7 +33,7 @@ from typing import Any
 
 from arena.errors import ArenaError
 from arena.tournament.schedule import GameSpec
-from arena.tournament.series import Lineup, Played, build_lineup, lean
+from arena.tournament.series import Lineup, Played, build_lineup
 from arena.untrusted import check_name, file_name, inside, refuse_symlinks, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
@@ -210,4 +210,4 @@ def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: 
             _local.pools = {}
         _local.pools[key] = pool_entry
     pool, built = pool_entry
-    return spec, lean(built.play(pool, spec))
+    return spec, built.play(pool, spec)

@@ -133,11 +133,6 @@ class InProcess:
         self.close()
 
 
-def lean(result: GameResult) -> GameResult:
-    """The result without its per-move timing lists (benchmark figures): what a worker sends back."""
-    return dataclasses.replace(result, overhead_ns=[], freeze_ns=[])
-
-
 StopRule = Callable[[GameSpec, GameResult], bool]
 """Asked after each finished game (after the sink): True stops the series."""
 
@@ -160,4 +155,4 @@ def run_series(schedule: Iterable[GameSpec], executor: Executor,
     return False
 
 
-__all__ = ["Executor", "InProcess", "Lineup", "Played", "StopRule", "build_lineup", "lean", "run_series"]
+__all__ = ["Executor", "InProcess", "Lineup", "Played", "StopRule", "build_lineup", "run_series"]

@@ -22,7 +22,7 @@ from typing import Any
 from arena.errors import ArenaError
 from arena.signals import ignore_termination, unwind_on_termination
 from arena.tournament.schedule import GameSpec
-from arena.tournament.series import Lineup, Played, lean
+from arena.tournament.series import Lineup, Played
 
 MAX_WORKER_DEATHS = 3
 """A game that loses this many worker processes (crash, kill, OOM) in one run stops the run."""
@@ -195,7 +195,7 @@ def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
     try:
         with lineup.pool(Path(log_dir)) as pool:
             while (spec := conn.recv()) is not None:
-                conn.send(("done", (spec, lean(lineup.play(pool, spec)))))
+                conn.send(("done", (spec, lineup.play(pool, spec))))
             # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.
             ignore_termination()
     except (EOFError, BrokenPipeError):  # the coordinator is gone

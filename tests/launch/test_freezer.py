@@ -108,7 +108,7 @@ def test_sample_bots_play_normally_frozen_between_moves(tmp_path: Path) -> None:
     bots = [Manifest.load(sample_bots_dir() / name) for name in ("greedy", "cbot")]  # zmq, stdio
     with BotPool(bots, tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
         for game in range(2):
-            result = pool.play(game % 2, 1 - game % 2, seed=game, time_control=TC)
+            result = pool.play(game % 2, 1 - game % 2, seed=game, time_control=TC, measure=True)
             assert result.termination == Termination.NORMAL, result.detail
             assert len(result.freeze_ns) == len(result.record["moves"])
         for handle in pool.handles:  # between games
