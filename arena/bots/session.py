@@ -68,6 +68,7 @@ class BotHandle:
         self.process: BotProcess | None = None
         self.channel: Channel | None = None
         self.session: BotSession | None = None  # kept after a kill: its seq carries on
+        self._freezes = False  # its running process is frozen between moves (see freeze)
         self.hello: dict[str, Any] = {}
         self.starts = 0
         self.recycled = 0  # restarts between games because the CPU limit drew near
@@ -137,6 +138,7 @@ class BotHandle:
         except BotStartError as exc:
             raise BotStartError(f"bot {self.name}: {exc}") from None
         self.starts += 1
+        self._freezes = self.process.can_freeze and not self.pondering
         self.markers.append(self.process.marker)
         if self.process.cgroup is not None:
             self.cgroups.extend(sorted(set(self.process.cgroup.folders.values())))
@@ -166,14 +168,15 @@ class BotHandle:
         nothing off its turn. A no-op when pondering, without a freezer (level none, or no
         usable cgroup freezer on the host), and while the bot has more unread input than
         a frozen bot may hold (it then stays thawed to read it)."""
-        unread = self.session.unread if self.session is not None else 0
-        if self.pondering or self.process is None or unread > FROZEN_UNREAD_BYTES:
+        if not self._freezes or self.process is None:  # the move's hot path at level none
+            return
+        if self.session is not None and self.session.unread > FROZEN_UNREAD_BYTES:
             return
         self.process.freeze()
 
     def thaw(self) -> None:
         """Let the bot run again; returns once the kernel has thawed every process."""
-        if self.process is not None:
+        if self._freezes and self.process is not None:
             self.process.thaw()
 
     def send(self, message: Mapping[str, Any]) -> None:
@@ -262,6 +265,7 @@ class BotHandle:
         if self.process is not None:
             self.process.kill_tree()
             self.process = None
+        self._freezes = False
         self.hello = {}
 
     def close(self) -> None:
