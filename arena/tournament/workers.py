@@ -58,17 +58,19 @@ class WorkerProcesses:
     with status 0), is always known: it is put back at the head of the queue and played
     again by a fresh worker with fresh bots. A worker killed mid-message only breaks its
     own pipe. A game that took down MAX_WORKER_DEATHS workers stops the run with an
-    ArenaError naming it (the games stored so far are kept; a rerun retries it).
+    ArenaError naming it, the logs and then ``advice``: what the user can do next, which
+    depends on the command (a tournament resumes, sprt starts over).
 
     A worker that a bot stopped (SIGSTOP, same uid under ``--sandbox none``) is continued,
     and a game still unfinished after :func:`game_deadline_s` has its worker killed and is
     handled like any other worker death (see :class:`_Watchdog`).
     """
 
-    def __init__(self, lineup: Lineup, log_dir: Path, concurrency: int = 1) -> None:
+    def __init__(self, lineup: Lineup, log_dir: Path, concurrency: int = 1, *, advice: str = "") -> None:
         self.lineup = lineup
         self.log_dir = log_dir
         self.concurrency = max(1, concurrency)
+        self.advice = advice
         rules = lineup.ruleset or patchwork(lineup.edition)
         self._watchdog = _Watchdog(game_deadline_s(lineup.time_control, rules))
         self._ctx = mp.get_context("spawn")
@@ -140,9 +142,8 @@ class WorkerProcesses:
                 if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
                     raise ArenaError(
                         f"game {game.game_id} ({game.seat0} vs {game.seat1}) was lost with its worker "
-                        f"process {self.deaths[game.game_id]} times (last: {why}); stopping. The games "
-                        f"stored so far are kept: see the logs in {self.log_dir}, then run the same "
-                        "command again to retry it")
+                        f"process {self.deaths[game.game_id]} times (last: {why}); stopping (the logs "
+                        f"are in {self.log_dir})" + (f". {self.advice}" if self.advice else ""))
                 busy.append(self._start_worker(game))  # before anything else: schedule order
 
     def _receive(self, worker: _Worker) -> tuple[Played | None, str | None]:

@@ -122,6 +122,22 @@ def test_sprt_gives_no_verdict_when_a_bot_cannot_start(tmp_path: Path, broken_si
     assert "accepted" not in proc.stdout and "Traceback" not in proc.stderr
 
 
+def test_sprt_that_loses_a_game_with_its_workers_says_it_does_not_resume(tmp_path: Path) -> None:
+    # The killer (stdio, unsandboxed) SIGKILLs its parent, the worker, at its third move.
+    killer = misbehaving_bot(tmp_path / "killer", "kill_referee", "SIGKILL", name="killer", stdio=True).folder
+    proc = arena("sprt", str(killer), str(sample_bots_dir() / "random"), "--concurrency", "2",
+                 "--max-games", "4", "--time-per-move", "200", "--logs", str(tmp_path / "logs"),
+                 timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "accepted" not in proc.stdout
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: game sprt-0-"), error
+    assert "was lost with its worker process 3 times (last: worker exited, killed by SIGKILL)" in error
+    assert error.endswith("No verdict: sprt does not resume, so running it again starts the test over "
+                          "from the first pair"), error
+    assert "same command again" not in proc.stderr
+
+
 @pytest.mark.parametrize("command", ["play", "sprt"])
 def test_a_records_path_that_cannot_be_written_is_one_line_before_any_game(tmp_path: Path,
                                                                             command: str) -> None:
