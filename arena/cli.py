@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -43,6 +44,24 @@ def one_line(error: ArenaError | OSError) -> str:
     if isinstance(error, OSError) and error.strerror:
         return for_terminal(f"{error.filename}: {error.strerror}" if error.filename else error.strerror)
     return for_terminal(str(error))
+
+
+class FileToWrite(click.Path):
+    """A file the command writes. ``Path("new/")`` is ``Path("new")``, so a value ending in
+    '/' would silently become a file named ``new``: it is refused in one line instead
+    (exit status 1), with an example of a file name in that folder."""
+
+    def __init__(self, example: str) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+        self.example = example
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.endswith("/"):
+            option = param.opts[0] if param is not None and param.opts else "this option"
+            raise click.ClickException(for_terminal(
+                f"{option} {value}: ends in '/', so it names a folder; {option} names a file "
+                f"(such as {value}{self.example})", newlines=False))
+        return super().convert(value, param, ctx)
 
 
 def _output_paths(out: Path | None = None, logs: Path | None = None) -> None:
@@ -97,7 +116,7 @@ def _ruleset(game: str, edition: str | None, components_file: Path | None):  # t
 @click.argument("n", type=GAMES_RANGE)
 @click.option("--seed", type=SEEDS, default=0, show_default=True,
               help="Base seed: game i uses seed S+i (circle and moves).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--out", type=FileToWrite("games.jsonl"), required=True,
               help="Write the game records here (.jsonl, overwritten).")
 @click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True,
               help="Patchwork edition (ignored for stack-n-stuff).")
@@ -141,7 +160,7 @@ def random_games(n: int, seed: int, out: Path, edition: str, game: str, componen
               help="Which record of the file to render (1-based).")
 @click.option("--step", is_flag=True, help="Render every position, move by move "
               "(waits for Enter between moves on a terminal).")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--html", "html_out", type=FileToWrite("game.html"),
               help="Write a standalone HTML viewer of the game here instead of rendering it.")
 def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     """Validate the game records of FILE and render one game."""
@@ -284,7 +303,7 @@ _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and be
               help="Games 2k and 2k+1 use seed S+k (the same patch circle) with seats swapped.")
 @click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
 @click.option("--show", is_flag=True, help="Render every position as the game is played.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", type=FileToWrite("games.jsonl"),
               help="Append the game records to this .jsonl file.")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=Path("results/logs"),
               show_default=True, help="Folder for the bots' stderr and build logs.")
@@ -519,7 +538,7 @@ def _format_table(table) -> str:  # type: ignore[no-untyped-def]
 
 @main.command()
 @click.argument("results", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--csv", "csv_path", type=FileToWrite("ratings.csv"),
               help="Also write the table as CSV here.")
 def ratings(results: Path, csv_path: Path | None) -> None:
     """Print the TrueSkill table of a results folder (also while its tournament runs).
@@ -560,7 +579,7 @@ def ratings(results: Path, csv_path: Path | None) -> None:
                    "being played are dropped.")
 @click.option("--seed", type=SEEDS, default=1, show_default=True)
 @click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", type=FileToWrite("games.jsonl"),
               help="Append the game records to this .jsonl file.")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=Path("results/logs"),
               show_default=True)

@@ -131,3 +131,11 @@ def stored_games(out: Path) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM games").fetchone()[0])
     except sqlite3.Error:
         return 0
+
+
+def arena_patched(setup: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Like :func:`arena`, after running the Python ``setup`` in the same process: how a test
+    shrinks a limit that no user should set (e.g. a module constant or function of the harness)."""
+    code = f"import sys\n{textwrap.dedent(setup)}\nfrom arena.cli import main\nsys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=timeout)

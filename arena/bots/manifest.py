@@ -46,6 +46,8 @@ KEYS: tuple[str, ...] = tuple(load_schema("manifest")["properties"])
 """The keys of a bot.toml (arena/schemas/manifest.json gives their types)."""
 PROTOCOLS: tuple[str, ...] = tuple(load_schema("manifest")["properties"]["protocol"]["enum"])
 BUILD_TIMEOUT_S = 300
+BUILD_NOTICE_AFTER_S = 10.0  # a build still running this long gets a line on stderr ...
+BUILD_NOTICE_EVERY_S = 30.0  # ... and another one this often, until it ends
 BUILD_LOG_CAP_BYTES = 64 << 10  # of a build's output, kept in memory and in its log
 _AFTER_EXIT_S = 1.0  # output still read after the build command exits
 _GIST_LINES = 3
@@ -253,6 +255,7 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
     proc = launcher.start(argv, cwd=folder, env=launcher.build_environment(), pipes=True)
     capture = _Capture(cap)
     timed_out = False
+    notice = _BuildNotice(manifest.name, timeout_s, log)
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.close()
@@ -261,6 +264,7 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
         exited_at = None
         while True:
             now = time.monotonic()
+            notice.tick(now)
             if now >= deadline:
                 timed_out = True
                 break
@@ -276,6 +280,7 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
                 capture.add(chunk)
         while not timed_out and proc.poll() is None:  # output closed: let it finish exiting
             timed_out = time.monotonic() >= deadline
+            notice.tick(time.monotonic())
             time.sleep(0.01)
         status = proc.describe_exit()
         code = proc.poll()
@@ -291,6 +296,28 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
                             f"{_gist(output)}")
     if code != 0:
         raise BotStartError(f"{what} failed with {status}{where}: {_gist(output)}")
+
+
+class _BuildNotice:
+    """Says on stderr that a build is still running: first after BUILD_NOTICE_AFTER_S, then
+    every BUILD_NOTICE_EVERY_S (a hung build is otherwise silent until its time limit)."""
+
+    def __init__(self, name: str, timeout_s: float, log: Path | None) -> None:
+        self.started = time.monotonic()
+        self.due = self.started + BUILD_NOTICE_AFTER_S
+        self.name = name
+        self.timeout_s = timeout_s
+        self.log = log
+
+    def tick(self, now: float) -> None:
+        if now < self.due:
+            return
+        while self.due <= now:
+            self.due += max(BUILD_NOTICE_EVERY_S, 0.1)
+        where = f"; its output will be in {self.log}" if self.log is not None else ""
+        sys.stderr.write(f"building {self.name}: still running after {now - self.started:.0f} s "
+                         f"(limit {self.timeout_s:g} s{where})\n")
+        sys.stderr.flush()
 
 
 def _gist(output: str) -> str:

@@ -122,7 +122,9 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
 
         interrupted = False
         if already < total:
-            runner = executor or WorkerProcesses(lineup, log_dir, config.concurrency)
+            runner = executor or WorkerProcesses(
+                lineup, log_dir, config.concurrency,
+                advice="The games stored so far are kept: run the same command again to retry it")
             try:
                 run_series(todo, runner, store_one)
             except KeyboardInterrupt:

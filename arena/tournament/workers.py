@@ -7,7 +7,9 @@ games it plays; the coordinator hands it one game at a time over a pipe of its o
 from __future__ import annotations
 
 import ctypes
+import logging
 import multiprocessing as mp
+import os
 import pickle
 import signal
 import sys
@@ -19,6 +21,9 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+from arena.bots.session import START_TIMEOUT_S
+from arena.clock import TimeControl
+from arena.engine import Ruleset, patchwork
 from arena.errors import ArenaError
 from arena.signals import ignore_termination, unwind_on_termination
 from arena.tournament.schedule import GameSpec
@@ -26,6 +31,10 @@ from arena.tournament.series import Lineup, Played
 
 MAX_WORKER_DEATHS = 3
 """A game that loses this many worker processes (crash, kill, OOM) in one run stops the run."""
+SILENT_S = 1.0
+"""A worker that has held its game this long is looked at (in /proc) about once a second."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,13 +58,21 @@ class WorkerProcesses:
     with status 0), is always known: it is put back at the head of the queue and played
     again by a fresh worker with fresh bots. A worker killed mid-message only breaks its
     own pipe. A game that took down MAX_WORKER_DEATHS workers stops the run with an
-    ArenaError naming it (the games stored so far are kept; a rerun retries it).
+    ArenaError naming it, the logs and then ``advice``: what the user can do next, which
+    depends on the command (a tournament resumes, sprt starts over).
+
+    A worker that a bot stopped (SIGSTOP, same uid under ``--sandbox none``) is continued,
+    and a game still unfinished after :func:`game_deadline_s` has its worker killed and is
+    handled like any other worker death (see :class:`_Watchdog`).
     """
 
-    def __init__(self, lineup: Lineup, log_dir: Path, concurrency: int = 1) -> None:
+    def __init__(self, lineup: Lineup, log_dir: Path, concurrency: int = 1, *, advice: str = "") -> None:
         self.lineup = lineup
         self.log_dir = log_dir
         self.concurrency = max(1, concurrency)
+        self.advice = advice
+        rules = lineup.ruleset or patchwork(lineup.edition)
+        self._watchdog = _Watchdog(game_deadline_s(lineup.time_control, rules))
         self._ctx = mp.get_context("spawn")
         self._workers: list[_Worker] = []  # every worker started, for close()
         self._started = 0
@@ -96,7 +113,8 @@ class WorkerProcesses:
                 break
             busy.append(self._start_worker(game))
         while busy:
-            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=1.0))
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=SILENT_S))
+            self._watchdog.check(busy)
             for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
                 message, why = self._receive(worker)
                 game = worker.game
@@ -117,15 +135,15 @@ class WorkerProcesses:
                     continue
                 if why is None:  # the pipe is readable but the message is not whole yet
                     continue
+                why = self._watchdog.killed.pop(worker.number, why)
                 busy.remove(worker)
                 self.lineup.launcher.remove_stale()  # thaw and kill its bots (frozen ones ignore SIGKILL)
                 self.deaths[game.game_id] += 1
                 if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
                     raise ArenaError(
                         f"game {game.game_id} ({game.seat0} vs {game.seat1}) was lost with its worker "
-                        f"process {self.deaths[game.game_id]} times (last: {why}); stopping. The games "
-                        f"stored so far are kept: see the logs in {self.log_dir}, then run the same "
-                        "command again to retry it")
+                        f"process {self.deaths[game.game_id]} times (last: {why}); stopping (the logs "
+                        f"are in {self.log_dir})" + (f". {self.advice}" if self.advice else ""))
                 busy.append(self._start_worker(game))  # before anything else: schedule order
 
     def _receive(self, worker: _Worker) -> tuple[Played | None, str | None]:
@@ -157,6 +175,7 @@ class WorkerProcesses:
         for worker in self._workers:
             if worker.process.is_alive():
                 worker.process.terminate()  # SIGTERM: the worker kills its bots and exits
+                _continue(worker.process.pid)  # a stopped worker would not see it
         deadline = time.monotonic() + 5
         for worker in self._workers:
             worker.process.join(max(0.0, deadline - time.monotonic()))
@@ -166,6 +185,86 @@ class WorkerProcesses:
             worker.conn.close()
         self._workers.clear()
         self.lineup.launcher.remove_stale()  # of workers that had to be killed before they cleaned up
+
+
+def game_deadline_s(time_control: TimeControl, ruleset: Ruleset) -> float:
+    """How long a worker may take over one game before it is presumed stuck and killed.
+
+    Twice the most a game can legitimately take, plus a minute: both bots' starts
+    (START_TIMEOUT_S each), both first moves and banks, and the per-move limit for every
+    move a game can have (each move advances a token by at least one space, buys a patch
+    or places a special one: a bound, not a typical length). About 8 minutes at the
+    default 1 s per move; games that are merely slow never come near it."""
+    moves = 2 * (ruleset.final_space + 1) + len(ruleset.patches) + len(ruleset.special_spaces)
+    bots_ms = moves * time_control.per_move_ms + 2 * (time_control.first_move_ms + time_control.bank_ms)
+    return 2 * (bots_ms / 1000 + 2 * START_TIMEOUT_S) + 60
+
+
+class _Watchdog:
+    """Looks after the workers from the coordinator's wait loop, cheaply: at most once per
+    SILENT_S, and in /proc only for workers that have held their game that long.
+
+    A worker found stopped (state T or t: a bot under ``--sandbox none`` runs as the same
+    user and can SIGSTOP its parent) is continued, once logged per game; one still on its
+    game past the deadline (stopped again and again, or stuck) is SIGKILLed, and
+    :attr:`killed` says why, for the worker-death message."""
+
+    def __init__(self, deadline_s: float) -> None:
+        self.deadline_s = deadline_s
+        self.killed: dict[int, str] = {}  # worker number -> why the watchdog killed it
+        self._since: dict[int, tuple[GameSpec, float]] = {}  # worker number -> its game, first seen at
+        self._stopped: set[int] = set()  # workers already reported stopped during their current game
+        self._next = time.monotonic() + SILENT_S
+
+    def check(self, busy: list[_Worker]) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + SILENT_S
+        seen = {}
+        for worker in busy:
+            game = worker.game
+            if game is None or worker.number in self.killed:
+                continue
+            held = self._since.get(worker.number)
+            if held is None or held[0] is not game:  # a new game: its clock starts now
+                held = (game, now)
+                self._stopped.discard(worker.number)
+            seen[worker.number] = held
+            if now - held[1] < SILENT_S:
+                continue
+            if now - held[1] > self.deadline_s:
+                self.killed[worker.number] = (
+                    f"the game was unfinished after {self.deadline_s:.0f} s, far more than its time "
+                    "control allows (a stuck or repeatedly stopped worker), so its worker was killed")
+                log.warning("worker %d (pid %d): %s", worker.number, worker.process.pid,
+                            self.killed[worker.number])
+                worker.process.kill()
+            elif _stopped(worker.process.pid):
+                _continue(worker.process.pid)
+                if worker.number not in self._stopped:
+                    self._stopped.add(worker.number)
+                    log.warning("worker %d (pid %d) was stopped during game %s (%s vs %s), probably by "
+                                "a bot (SIGSTOP to its parent); continued it (SIGCONT)", worker.number,
+                                worker.process.pid, game.game_id, game.seat0, game.seat1)
+        self._since = seen
+
+
+def _stopped(pid: int) -> bool:
+    """The process is stopped (by a signal, or traced): state T or t in /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"T", b"t")
+
+
+def _continue(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:  # gone already
+        pass
 
 
 def _exit_status(code: int | None) -> str:
@@ -208,4 +307,4 @@ def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
         sys.exit(1)
 
 
-__all__ = ["MAX_WORKER_DEATHS", "WorkerProcesses"]
+__all__ = ["MAX_WORKER_DEATHS", "WorkerProcesses", "game_deadline_s"]

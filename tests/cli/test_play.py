@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.records import replay
-from tests.helpers import arena, misbehaving_bot
+from tests.helpers import arena, arena_patched, misbehaving_bot
 
 
 def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:
@@ -122,6 +123,22 @@ def test_sprt_gives_no_verdict_when_a_bot_cannot_start(tmp_path: Path, broken_si
     assert "accepted" not in proc.stdout and "Traceback" not in proc.stderr
 
 
+def test_sprt_that_loses_a_game_with_its_workers_says_it_does_not_resume(tmp_path: Path) -> None:
+    # The killer (stdio, unsandboxed) SIGKILLs its parent, the worker, at its third move.
+    killer = misbehaving_bot(tmp_path / "killer", "kill_referee", "SIGKILL", name="killer", stdio=True).folder
+    proc = arena("sprt", str(killer), str(sample_bots_dir() / "random"), "--concurrency", "2",
+                 "--max-games", "4", "--time-per-move", "200", "--logs", str(tmp_path / "logs"),
+                 timeout=120)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "accepted" not in proc.stdout
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: game sprt-0-"), error
+    assert "was lost with its worker process 3 times (last: worker exited, killed by SIGKILL)" in error
+    assert error.endswith("No verdict: sprt does not resume, so running it again starts the test over "
+                          "from the first pair"), error
+    assert "same command again" not in proc.stderr
+
+
 @pytest.mark.parametrize("command", ["play", "sprt"])
 def test_a_records_path_that_cannot_be_written_is_one_line_before_any_game(tmp_path: Path,
                                                                             command: str) -> None:
@@ -135,3 +152,40 @@ def test_a_records_path_that_cannot_be_written_is_one_line_before_any_game(tmp_p
     assert "game 1" not in proc.stdout
     proc = arena("play", str(folder), str(folder), "--logs", str(blocker / "logs"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and str(blocker) in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["play", "sprt", "random-games"])
+def test_an_out_file_ending_in_a_slash_is_refused_in_one_line(tmp_path: Path, command: str) -> None:
+    # Path("new/") is Path("new"): it used to become a FILE named new.
+    folder = str(sample_bots_dir() / "random")
+    target = f"{tmp_path / 'new'}/"
+    args = ["2"] if command == "random-games" else [folder, folder, "--logs", str(tmp_path / "logs")]
+    proc = arena(command, *args, "--out", target)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == (f"Error: --out {target}: ends in '/', so it names a folder; --out names "
+                                   f"a file (such as {target}games.jsonl)"), proc.stderr
+    assert not (tmp_path / "new").exists() and "game 1" not in proc.stdout
+
+
+def test_a_long_build_says_it_is_still_running_now_and_then(tmp_path: Path) -> None:
+    # The notices come after 10 s, then every 30 s; this run shrinks both (0.4 s, then 0.5 s).
+    slow = tmp_path / "slowbuild"
+    slow.mkdir()
+    (slow / "bot.py").write_text((sample_bots_dir() / "random" / "bot.py").read_text())
+    (slow / "bot.toml").write_text('name = "slowbuild"\ncommand = "python bot.py"\nbuild = "sleep 1.6"\n')
+    logs = tmp_path / "logs"
+    args = ("play", str(slow), str(sample_bots_dir() / "random"), "--games", "2", "--logs", str(logs))
+    setup = """
+        import arena.bots.manifest as manifest
+        manifest.BUILD_NOTICE_AFTER_S = 0.4
+        manifest.BUILD_NOTICE_EVERY_S = 0.5
+    """
+    proc = arena_patched(setup, *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notices = [line for line in proc.stderr.splitlines() if line.startswith("building ")]
+    assert 2 <= len(notices) <= 4, proc.stderr  # at 0.4, 0.9 and 1.4 s: not a line per poll
+    assert all(re.fullmatch(rf"building slowbuild: still running after \d+ s \(limit 300 s; its output "
+                            rf"will be in {re.escape(str(logs))}/\S*slowbuild\S*\.build\.log\)", line)
+               for line in notices), notices
+    proc = arena(*args)  # the real first notice is 10 s away
+    assert proc.returncode == 0 and "building" not in proc.stderr, proc.stdout + proc.stderr

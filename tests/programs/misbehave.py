@@ -11,6 +11,10 @@ up with an ``error`` message full of control sequences and a lone surrogate, and
 ``hostile_info`` plays normally with such an ``info`` string on every move; ``spin_helpers N``
 plays normally with N helper processes that spin forever (computing between its moves);
 ``slow S K`` plays normally but takes S seconds (sleeping) over K of its moves (from its third).
+Unsandboxed stdio bots, whose parent is the referee: ``kill_referee [SIG]`` sends it SIG
+(SIGKILL) at every move from its third; ``stop_referee_once MARKER`` stops it (SIGSTOP) at
+its third move unless the file MARKER exists (it creates it), then plays on normally;
+``keep_referee_stopped`` leaves a helper that stops it every millisecond until it is gone.
 
 The sandbox kinds (``ATTEMPTS``) try to break out right after their hello, report each
 attempt on stderr as ``<kind>: DONE ...`` or ``<kind>: blocked (<error>)`` (the tests
@@ -460,6 +464,27 @@ def main() -> None:
             os._exit(3)
         elif KIND == "kill_referee":  # unsandboxed stdio: its parent is the referee (a tournament worker)
             os.kill(os.getppid(), getattr(signal, ARGS[0]) if ARGS else signal.SIGKILL)
+            link.send(move_reply(seq, state))
+        elif KIND == "stop_referee_once":  # unsandboxed stdio: stop the referee, once in all
+            if moves_made == TRIGGER_MOVE and not os.path.exists(ARGS[0]):
+                open(ARGS[0], "x").close()
+                os.kill(os.getppid(), signal.SIGSTOP)
+            link.send(move_reply(seq, state))
+        elif KIND == "keep_referee_stopped":  # unsandboxed stdio: stop the referee, again and again
+            referee = os.getppid()
+            if moves_made == TRIGGER_MOVE and os.fork() == 0:
+                # A helper that outlives the bot's tree kill (setsid, no marker in its
+                # environment) and stops its referee every millisecond until the referee is gone.
+                if os.fork() == 0:
+                    os.setsid()
+                    os.execve(sys.executable, [sys.executable, "-c", "import os, signal, time\ntry:\n"
+                              f" while True:\n  os.kill({referee}, signal.SIGSTOP)\n  time.sleep(0.001)\n"
+                              "except OSError:\n pass"], {})
+                os._exit(0)
+            if moves_made == TRIGGER_MOVE:  # wait until the helper runs (the game could be over first)
+                until = time.monotonic() + 5
+                while time.monotonic() < until and b") T " not in open(f"/proc/{referee}/stat", "rb").read():
+                    time.sleep(0.001)
             link.send(move_reply(seq, state))
         elif KIND == "close_output":  # stdio: close stdout and keep running
             os.close(1)

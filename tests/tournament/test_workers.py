@@ -16,7 +16,11 @@ from pathlib import Path
 import pytest
 
 from arena.bots.pool import sample_bots_dir
-from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, stored_games, worker_processes
+from arena.clock import TimeControl
+from arena.engine import patchwork
+from arena.engine.components import ruleset_for
+from arena.tournament.workers import game_deadline_s
+from tests.helpers import ARENA_ARGV, arena, arena_patched, misbehaving_bot, stored_games, worker_processes
 
 SAMPLES = sample_bots_dir()
 
@@ -134,6 +138,83 @@ def test_a_game_that_keeps_killing_its_worker_stops_the_run_with_one_line(tmp_pa
     error = proc.stderr.strip().splitlines()[-1]
     assert error.startswith("Error: game 0000-killer-vs-random-p0 (killer vs random) was lost with its "
                             f"worker process 3 times (last: worker exited, {how})"), error
+    assert error.endswith("The games stored so far are kept: run the same command again to retry it"), error
     with sqlite3.connect(out / "tournament.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
     assert _processes_under(tmp_path) == []
+
+
+# ------------------------------------------------------------------ a bot that stops its worker
+# Under --sandbox none a bot runs as the organizer's user: a stdio bot's parent is its referee,
+# the worker, which it can SIGSTOP. The coordinator looks at a worker silent for a second:
+# a stopped one is continued, and one still on its game past its deadline is killed.
+
+
+def _stopper_run(tmp_path: Path, kind: str, *args: str, time_control: tuple[str, ...],
+                 games: int = 2, setup: str = "") -> subprocess.CompletedProcess[str]:
+    bots = _bots(tmp_path)
+    shutil.rmtree(bots / "greedy")
+    misbehaving_bot(bots / "stopper", kind, *args, name="stopper", stdio=True)
+    return arena_patched(setup, "run-tournament", "--bots", str(bots), "--games", str(games),
+                         "--concurrency", "1", "--sandbox", "none", *time_control,
+                         "--out", str(tmp_path / "out"), timeout=120)
+
+
+def test_a_worker_stopped_once_by_its_bot_is_continued_and_every_game_is_stored(tmp_path: Path) -> None:
+    marker = tmp_path / "stopped-once"
+    started = time.monotonic()
+    proc = _stopper_run(tmp_path, "stop_referee_once", str(marker), games=4,
+                        time_control=("--time-per-move", "200", "--bank-ms", "8000"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert marker.exists() and "Traceback" not in proc.stderr
+    assert proc.stderr.count("was stopped during game") == 1, proc.stderr
+    assert "probably by a bot (SIGSTOP to its parent); continued it (SIGCONT)" in proc.stderr
+    _check_every_game_once(tmp_path / "out", 4)
+    with sqlite3.connect(tmp_path / "out" / "tournament.db") as conn:  # the bank absorbed the stop
+        assert {r for (r,) in conn.execute("SELECT reason FROM games")} == {"normal"}
+    assert time.monotonic() - started < 60
+    assert _processes_under(tmp_path) == []
+
+
+def test_a_bot_that_stops_its_worker_every_game_loses_on_time_and_the_run_ends(tmp_path: Path) -> None:
+    started = time.monotonic()
+    proc = _stopper_run(tmp_path, "kill_referee", "SIGSTOP",  # stops it at every move from its third
+                        time_control=("--time-per-move", "100", "--bank-ms", "0"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.count("was stopped during game") == 2, proc.stderr
+    _check_every_game_once(tmp_path / "out", 2)
+    with sqlite3.connect(tmp_path / "out" / "tournament.db") as conn:
+        rows = conn.execute("SELECT seat0, seat1, winner, reason FROM games").fetchall()
+    assert all(reason == "timeout" and (seat0, seat1)[winner] == "random"
+               for seat0, seat1, winner, reason in rows), rows
+    assert time.monotonic() - started < 60
+    assert _processes_under(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_worker_kept_stopped_is_killed_at_the_game_deadline_and_the_run_stops(tmp_path: Path) -> None:
+    # The real deadline is minutes even at these time controls (see the test below): 3 s here.
+    setup = "import arena.tournament.workers as w\nw.game_deadline_s = lambda *_: 3.0"
+    started = time.monotonic()
+    proc = _stopper_run(tmp_path, "keep_referee_stopped", games=2, setup=setup,
+                        time_control=("--time-per-move", "100", "--bank-ms", "0"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: game 0000-random-vs-stopper-p0 (random vs stopper) was lost with its "
+                            "worker process 3 times (last: the game was unfinished after 3 s, far more "
+                            "than its time control allows (a stuck or repeatedly stopped worker), so its "
+                            "worker was killed)"), error
+    assert stored_games(tmp_path / "out") == 0
+    assert time.monotonic() - started < 60
+    assert _processes_under(tmp_path) == []
+
+
+def test_the_game_deadline_covers_the_longest_legitimate_game_with_room_to_spare() -> None:
+    for rules in (patchwork("revised"), patchwork("original"), ruleset_for("stack-n-stuff")):
+        for tc in (TimeControl(), TimeControl(10, 0, 10), TimeControl(60_000, 600_000, 60_000)):
+            # every decision at its limit, both banks spent, both bots started from scratch
+            longest = (2 * (rules.final_space + len(rules.special_spaces)) * tc.per_move_ms
+                       + 2 * (tc.first_move_ms + tc.bank_ms)) / 1000 + 2 * 20
+            assert game_deadline_s(tc, rules) >= 1.5 * longest
+    assert 5 * 60 < game_deadline_s(TimeControl(), patchwork("revised")) < 10 * 60
