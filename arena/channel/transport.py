@@ -175,6 +175,11 @@ class LineFramer:
         self._oversize_reported = False
 
     def feed(self, chunk: bytes) -> None:
+        end = chunk.find(b"\n")
+        if (end == len(chunk) - 1 >= 0 and end <= self.max_bytes and not self.partial
+                and self._discarding is None):
+            self._line(chunk[:end])  # one whole line, the usual reply: what the loop below would do
+            return
         start = 0
         limit = self.max_bytes
         name = self.inbox.name
@@ -305,56 +310,63 @@ class PipeChannel:
             raise RuntimeError(f"the channel to bot {self.name} is closed")
         if "\n" in text:
             raise ValueError("a message must not contain a newline")
-        data = memoryview(text.encode() + b"\n")
-        deadline: float | None = None
+        data = text.encode() + b"\n"
+        written = self._write(data)
+        if written < len(data):  # the pipe is full: the bot has not read what came before
+            self._send_rest(memoryview(data)[written:])
+
+    def _write(self, data: bytes | memoryview) -> int:
+        try:
+            return os.write(self._in_fd, data)
+        except BlockingIOError:
+            return 0
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._input_closed() from None
+
+    def _send_rest(self, data: memoryview) -> None:
+        """Wait for the bot to read, up to ``send_timeout_s``, and write the rest."""
+        deadline = time.monotonic() + self.send_timeout_s
+        writable = select.poll()  # not select(): descriptors may be above 1024
+        writable.register(self._in_fd, select.POLLOUT)
         while data:
-            try:
-                written = os.write(self._in_fd, data)
-            except BlockingIOError:
-                written = 0
-            except (BrokenPipeError, ConnectionResetError):
-                raise self._input_closed() from None
-            data = data[written:]
-            if data:
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + self.send_timeout_s
-                elif now >= deadline:
-                    raise ProtocolViolationError(
-                        f"bot {self.name}: does not read its input ({len(data)} bytes unsent "
-                        f"after {self.send_timeout_s:g} s)")
-                writable = select.poll()  # not select(): descriptors may be above 1024
-                writable.register(self._in_fd, select.POLLOUT)
-                writable.poll(_ms(deadline - now))
+            writable.poll(_ms(deadline - time.monotonic()))
+            data = data[self._write(data):]
+            if data and time.monotonic() >= deadline:
+                raise ProtocolViolationError(
+                    f"bot {self.name}: does not read its input ({len(data)} bytes unsent "
+                    f"after {self.send_timeout_s:g} s)")
 
     def recv(self, timeout_s: float) -> str | None:
         """The next message, or None after ``timeout_s`` seconds (see the module docs)."""
         if self._closed:
             raise RuntimeError(f"the channel to bot {self.name} is closed")
         inbox = self.inbox
-        if inbox:  # the bot sent more than was asked for: look for a flood first
-            self._read_available()
+        if inbox or inbox.flooded:
+            if inbox:  # the bot sent more than was asked for: look for a flood first
+                self._read_available()
             return self._take()
+        if self._eof:
+            raise self._output_closed()
         now = time.monotonic()
         deadline = now + timeout_s
         next_check = now + _ALIVE_CHECK_S  # a reply usually comes first: look at the pipe first
-        looked = False  # even recv(0) looks at the pipe once
+        wait_ms = _ms(min(timeout_s, _ALIVE_CHECK_S))  # even recv(0) looks at the pipe once
         while True:
-            if inbox or inbox.flooded:
-                return self._take()
-            if self._eof:
-                raise self._output_closed()
-            if looked and (now >= next_check or now >= deadline):
+            if self._poll.poll(wait_ms):
+                self._read_available()
+                if inbox or inbox.flooded:
+                    return self._take()
+                if self._eof:
+                    raise self._output_closed()
+            now = time.monotonic()
+            if now >= next_check or now >= deadline:
                 message = self._check_process(now)  # raises if the bot is gone
                 if message is not None:
                     return message
                 next_check = now + _ALIVE_CHECK_S
                 if now >= deadline:
                     return None
-            if self._poll.poll(_ms(min(max(deadline - now, 0.0), next_check - now))):
-                self._read_available()
-            looked = True
-            now = time.monotonic()
+            wait_ms = _ms(min(deadline, next_check) - now)
 
     def _check_process(self, now: float) -> str | None:
         """Raise if the bot has exited or closed its output; a message it wrote before
