@@ -231,7 +231,7 @@ def is_plain_move(msg: dict[str, Any]) -> bool:
     goes through the schemas, which decide and explain. A property test checks that it
     never accepts a message the schema rejects.
     """
-    if msg.keys() - _MOVE_KEYS or msg.get("type") != "move":
+    if not _MOVE_KEYS.issuperset(msg) or msg.get("type") != "move":
         return False
     seq, move, info = msg.get("seq"), msg.get("move"), msg.get("info", "")
     if type(seq) is not int or seq < 1 or type(move) is not dict:
