@@ -502,8 +502,15 @@ class ProgressDisplay:
         self._shown = False
 
     def update(self, progress, spec) -> None:  # type: ignore[no-untyped-def]
+        """Called after every stored game; the line is built and shown at most 10 times a
+        second on a terminal (every 2 s otherwise), and always at the start and the end."""
         import time
 
+        now = time.monotonic()
+        finished = progress.done == progress.total
+        if spec is not None and not finished and now - self._last_print < (0.1 if self.tty else 2.0):
+            return
+        self._last_print = now
         leader = progress.leader()
         eta = progress.eta_s
         text = (f"games {progress.done}/{progress.total}"
@@ -512,14 +519,11 @@ class ProgressDisplay:
                 f" | leader {leader[0] + f' ({leader[1]:.1f})' if leader else '-'}"
                 f" | failures {progress.failures}")
         text = for_terminal(text, newlines=False)
-        now = time.monotonic()
-        finished = progress.done == progress.total
         if self.tty:
             click.echo("\r" + text.ljust(100), nl=False)
             self._shown = True
-        elif spec is None or finished or now - self._last_print >= 2.0:
+        else:
             click.echo(text)
-            self._last_print = now
 
     def finish(self) -> None:
         if self.tty and self._shown:
