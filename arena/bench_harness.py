@@ -22,6 +22,11 @@ How each figure is measured:
   floors: requests built ahead (transport alone), and each request built from the
   engine's state and each reply applied with the rules' checks (what any referee must
   do: the ratio's floor). Each is the least of three loops.
+* **The same ratio pinned to one CPU** (stdio): the short and long runs under ``taskset``
+  on one CPU, coordinator, worker and bots alike, and the floor with its bots on the same
+  CPU. Every exchange is then a switch on one CPU rather than a wake-up across two, which
+  makes the figure steady from run to run (the unpinned ratio moves with whatever else the
+  machine runs): the one to compare changes by.
 * **moves/s**: the same margin on the wall clock, at concurrency 1 and 2, ``--sandbox
   none`` and ``strict``.
 * **Per-game overhead**, from the bot side: the null bots timestamp (CLOCK_MONOTONIC,
@@ -37,6 +42,7 @@ How each figure is measured:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -61,6 +67,7 @@ TARGET_SCALING = 1.8  # moves/s at concurrency 2 over concurrency 1 ("near-linea
 TARGET_GAME_OVERHEAD_MS = 1.0
 TARGET_GROWTH = 1.2  # 10k-game figure over 1k-game figure ("flat")
 TRANSPORTS = ("stdio", "zmq")
+PINNED = "pinned"  # a run's sandbox: none, everything on one CPU (taskset)
 POLL_S = 0.2
 FLOOR_REPEATS = 3
 
@@ -151,6 +158,9 @@ class Bench:
         return folder
 
     def run(self, transport: str, games: int, *, concurrency: int, sandbox: str) -> Run:
+        """One tournament; ``sandbox`` "pinned" is ``none`` with everything on one CPU."""
+        pin = [] if sandbox != PINNED else ["taskset", "-c", str(pinned_cpu())]
+        sandbox = "none" if sandbox == PINNED else sandbox
         with self._lock:
             self.runs += 1
             number = self.runs
@@ -159,7 +169,7 @@ class Bench:
         stats.mkdir(parents=True)
         rusage = work / "rusage.json"
         out = work / "results"
-        argv = [sys.executable, "-c", _COORDINATOR, "run-tournament", "--bots",
+        argv = [*pin, sys.executable, "-c", _COORDINATOR, "run-tournament", "--bots",
                 str(self.entrants(transport, stats, number)), "--games", str(games), "--concurrency",
                 str(concurrency), "--sandbox", sandbox, "--out", str(out)]
         env = {**os.environ, "ARENA_BENCH_RUSAGE": str(rusage)}
@@ -254,6 +264,22 @@ def _stats_files(stats: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
         files.append((path.name.split("-")[0], first, lines))
     for label, _, lines in sorted(files, key=lambda f: (f[0], f[1])):
         yield label, lines
+
+
+def pinned_cpu() -> int:
+    """The CPU the pinned runs and floor use: the last one this process may run on."""
+    return max(os.sched_getaffinity(0))
+
+
+@contextlib.contextmanager
+def pinned() -> Iterator[None]:
+    """This process, and the bots it starts meanwhile, on :func:`pinned_cpu` only."""
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {pinned_cpu()})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
 
 
 # ------------------------------------------------------------------ the floor
@@ -478,8 +504,10 @@ def _us(seconds: float) -> str:
 RunKey = tuple[str, str, int, int]  # transport, sandbox, concurrency, games
 
 
-def _plan(sizes: Sizes, strict: bool) -> list[RunKey]:
+def _plan(sizes: Sizes, strict: bool, pin: bool) -> list[RunKey]:
     keys: list[RunKey] = []
+    if pin:
+        keys += [("stdio", PINNED, 1, sizes.short), ("stdio", PINNED, 1, sizes.long)]
     for transport in TRANSPORTS:
         keys += [(transport, "none", 1, sizes.short), (transport, "none", 1, sizes.long)]
         keys += ([("stdio", "none", 2, games) for games in sizes.growth] if transport == "stdio"
@@ -508,7 +536,8 @@ def bench_harness(quick: bool = False) -> None:
         strict_error = str(exc).splitlines()[0]
     with tempfile.TemporaryDirectory(prefix="arena-bench-harness-") as tmp:
         bench = Bench(Path(tmp))
-        keys = _plan(sizes, strict_error is None)
+        can_pin = shutil.which("taskset") is not None and len(os.sched_getaffinity(0)) > 1
+        keys = _plan(sizes, strict_error is None, can_pin)
 
         def play(key: RunKey) -> Run:
             transport, sandbox, concurrency, games = key
@@ -519,6 +548,9 @@ def bench_harness(quick: bool = False) -> None:
         games = _floor_games(20)
         floors = {"stdio": floor_stdio(bench.binary, games, sizes.floor),
                   "zmq": floor_zmq(bench.zmq_script, bench.root, games, sizes.floor)}
+        if can_pin:
+            with pinned():
+                floors[PINNED] = floor_stdio(bench.binary, games, sizes.floor)
 
     def pair(transport: str, sandbox: str, concurrency: int) -> tuple[Run, Run]:
         if sandbox == "strict":
@@ -551,6 +583,15 @@ def bench_harness(quick: bool = False) -> None:
     row("floor CPU per move: + state built, move applied", {t: _us(floors[t]["engine"]) for t in TRANSPORTS})
     row("harness / floor (the second)", {t: f"{ratio[t]:.2f}x" for t in TRANSPORTS}, f"<= {TARGET_RATIO}x",
         {t: ratio[t] <= TARGET_RATIO for t in TRANSPORTS})
+    if PINNED in floors:
+        short, long = runs[("stdio", PINNED, 1, sizes.short)], runs[("stdio", PINNED, 1, sizes.long)]
+        pinned_cpu_s = _margin(short, long, "coordinator_cpu_s") + _margin(short, long, "workers_cpu_s")
+        pinned_ratio = pinned_cpu_s / floors[PINNED]["engine"]
+        rows.append(("harness / floor, all on one CPU (taskset: steadier)",
+                     f"{_us(pinned_cpu_s)} / {_us(floors[PINNED]['engine'])} = {pinned_ratio:.2f}x", "-",
+                     f"<= {TARGET_RATIO}x: {_verdict(pinned_ratio <= TARGET_RATIO)}"))
+    else:
+        rows.append(("harness / floor, all on one CPU", "not measured", "-", "needs taskset and 2 CPUs"))
     for sandbox in ("none", "strict"):
         if sandbox == "strict" and strict_error is not None:
             rows.append(("moves/s, strict", "unavailable", "unavailable", strict_error[:80]))

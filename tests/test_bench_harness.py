@@ -12,7 +12,7 @@ from arena.bench_harness import game_overheads
 
 FIGURES = [
     "harness CPU per move, margin (c1, none)", "  coordinator", "  referee workers", "  ZeroMQ bridges",
-    "  (bots: excluded)", "floor CPU per move: bare loop", "floor CPU per move: + state", "harness / floor",
+    "  (bots: excluded)", "floor CPU per move: bare loop", "floor CPU per move: + state", "harness / floor", "harness / floor, all on one CPU",
     "moves/s, concurrency 1, none", "moves/s, concurrency 2, none", "scaling 1 -> 2, none", "moves/s",
     "new_game -> first request", "game_over -> next new_game", "coordinator peak RSS",
     "coordinator RSS while playing", "each worker's peak RSS", "coordinator CPU per game",
@@ -34,6 +34,8 @@ def test_quick_harness_section_prints_every_figure(tmp_path):
     assert "<= 1.5x: " in out and "<= 1 ms (mean): " in out  # targets with their verdicts
     ratio = next(line for line in lines if line.strip().startswith("harness / floor"))
     assert ratio.count("x") >= 2 and "n/a" not in ratio and "nan" not in ratio
+    pinned = next(line for line in lines if line.strip().startswith("harness / floor, all on one CPU"))
+    assert "x: " in pinned or "not measured" in pinned, pinned
 
 
 def test_game_overheads_pair_the_two_bots_games():
