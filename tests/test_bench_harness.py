@@ -12,7 +12,8 @@ from arena.bench_harness import game_overheads
 
 FIGURES = [
     "harness CPU per move, margin (c1, none)", "  coordinator", "  referee workers", "  ZeroMQ bridges",
-    "  (bots: excluded)", "floor CPU per move: bare loop", "floor CPU per move: + state", "harness / floor", "harness / floor, all on one CPU",
+    "  (bots: excluded)", "floor CPU per move: bare loop", "floor CPU per move: + state", "harness / floor",
+    "harness / floor, all on one CPU",
     "moves/s, concurrency 1, none", "moves/s, concurrency 2, none", "scaling 1 -> 2, none", "moves/s",
     "new_game -> first request", "game_over -> next new_game", "coordinator peak RSS",
     "coordinator RSS while playing", "each worker's peak RSS", "coordinator CPU per game",

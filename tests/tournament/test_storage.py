@@ -14,6 +14,7 @@ import pytest
 from arena.engine.playout import random_game
 from arena.errors import ArenaError, ConfigError, RecordError
 from arena.records import make_record, normal_result, replay
+from arena.tournament import storage
 from arena.tournament.config import TournamentConfig, load_config
 from arena.tournament.ratings import rate
 from arena.tournament.schedule import GameSpec, schedule
@@ -294,3 +295,21 @@ def test_stored_text_is_ascii_whatever_a_bot_wrote(config: TournamentConfig) -> 
     text = (config.out / "games.jsonl").read_text(encoding="utf-8")
     assert text.isascii() and len(text.splitlines()) == 1
     assert stored["moves"][0]["info"] == "caf\u00e9 \u2028 line separator"
+
+
+def test_every_move_of_a_long_record_is_a_row_in_order(config: TournamentConfig) -> None:
+    """Moves go in by INSERTs of up to _MOVES_PER_INSERT rows: a record longer than two of
+    them comes back whole, each row equal to its entry."""
+    spec = schedule(config.plan)[0]
+    record = record_for(spec)
+    record["moves"] = (record["moves"] * (2 * storage._MOVES_PER_INSERT // len(record["moves"]) + 2))
+    assert len(record["moves"]) > 2 * storage._MOVES_PER_INSERT
+    with ResultStore(config.out, create=True) as store:
+        store.store_game(spec, record, 1.0)
+        moves = store.moves_frame()
+    assert list(moves["ply"]) == list(range(len(record["moves"])))
+    for row, entry in zip(moves.itertuples(), record["moves"], strict=True):
+        assert (row.player, row.action) == (entry["player"], entry["action"])
+        assert row.time_ms == entry.get("time_ms")
+        assert (None if pd.isna(row.patch) else row.patch) == entry.get("patch")
+        assert (None if pd.isna(row.cells) else json.loads(row.cells)) == entry.get("cells")
