@@ -214,8 +214,8 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
     ``overrides`` holds command-line values under the file's keys; ``None`` values (and
     empty ``entrants``/``challengers`` sequences, click's default for repeatable options)
     mean "not given". The time control may be given as a ``time_control`` dict or as flat
-    ``per_move_ms``/``bank_ms``/``first_move_ms`` keys. Without a name the file's stem
-    (or "demo") is used; without entrants, the sample bots. The file and the overrides
+    ``per_move_ms``/``bank_ms``/``first_move_ms`` keys. Without a name, one is made (see
+    :func:`_default_name`); without entrants, the sample bots. The file and the overrides
     are each checked against arena/schemas/tournament.json, then the rules between keys
     here. Raises ConfigError ``FILE: key 'K': expected E, got G`` (FILE is "command line"
     for an override).
@@ -245,8 +245,19 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
     if path is None and "entrants" not in given:  # the embedded demo: quick enough to watch
         for key, value in DEMO_DEFAULTS.items():
             given.setdefault(key, _Given(value, "built-in demo default", cwd, key))
-    default_name = re.sub(r"[^A-Za-z0-9_.+-]", "-", path.stem).lstrip("-_.+") if path else ""
-    return _build(given, default_name or "demo")
+    return _build(given, _default_name(path, cli.get("entrants")))
+
+
+def _default_name(path: Path | None, entrants: Any) -> str:
+    """A tournament's name when none is given: the config file's stem; else the one --bots
+    folder's name; else "tournament" for several, "demo" for the built-in demo."""
+    if path is not None:
+        stem = path.stem
+    elif isinstance(entrants, list) and len(entrants) == 1 and isinstance(entrants[0], str):
+        stem = Path(entrants[0]).resolve().name
+    else:
+        return "tournament" if entrants else "demo"
+    return re.sub(r"[^A-Za-z0-9_.+-]", "-", stem).lstrip("-_.+")[:64] or "tournament"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,18 @@ def test_overrides_win_over_the_file(tmp_path: Path, bots: Path) -> None:
 def test_entrants_given_on_the_command_line_without_a_file(bots: Path) -> None:
     config = load_config(None, {"entrants": [bots / "beta", bots / "alpha"]})
     assert config.names == ("beta", "alpha")
-    assert config.name == "demo"
+    assert config.name == "tournament" and config.out == Path("results/tournament")
+
+
+def test_one_bots_folder_names_the_tournament_and_its_results_folder(bots: Path, tmp_path: Path) -> None:
+    """`--bots my-bots/` goes to results/my-bots, not to the demo's folder (two such runs of
+    different bots would collide there); a name that is not a valid one is made valid."""
+    assert load_config(None, {"entrants": [bots]}).out == Path("results") / bots.name
+    odd = tmp_path / "..my bots (v2)"
+    shutil.copytree(bots, odd)
+    config = load_config(None, {"entrants": [odd]})
+    assert config.name == "my-bots--v2-" and config.out == Path("results/my-bots--v2-")
+    assert load_config(None, {"entrants": [odd], "name": "given"}).name == "given"
 
 
 def test_unknown_key_names_the_key_the_file_and_the_valid_keys(tmp_path: Path, bots: Path) -> None:
