@@ -536,7 +536,7 @@ def _format_table(table) -> str:  # type: ignore[no-untyped-def]
     shown = table.copy()
     for column in ("mu", "sigma", "conservative"):
         shown[column] = shown[column].map(lambda v: f"{v:.2f}")
-    shown["win_rate"] = shown["win_rate"].map(lambda v: f"{v:.3f}")
+    shown["win_rate"] = shown["win_rate"].map(lambda v: "-" if v != v else f"{v:.3f}")  # NaN: no games
     return for_terminal(shown.to_string(index=False))
 
 

@@ -19,6 +19,7 @@ from arena.tournament.config import TournamentConfig, load_config
 from arena.tournament.ratings import rate
 from arena.tournament.schedule import GameSpec, schedule
 from arena.tournament.storage import ResultStore
+from tests.helpers import arena
 
 
 def make_bot(folder: Path) -> None:
@@ -313,3 +314,18 @@ def test_every_move_of_a_long_record_is_a_row_in_order(config: TournamentConfig)
         assert row.time_ms == entry.get("time_ms")
         assert (None if pd.isna(row.patch) else row.patch) == entry.get("patch")
         assert (None if pd.isna(row.cells) else json.loads(row.cells)) == entry.get("cells")
+
+
+def test_an_entrant_without_games_shows_no_win_rate_not_nan(config: TournamentConfig) -> None:
+    """An interrupted run's table: the entrant that has not played yet has '-' for its win
+    rate (a rate of nothing), never 'nan'."""
+    spec = schedule(config.plan)[0]
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        store.store_game(spec, record_for(spec), 1.0)
+    idle = ({"ant", "bee", "cat"} - {spec.seat0, spec.seat1}).pop()
+    shown = arena("ratings", str(config.out))
+    assert shown.returncode == 0, shown.stderr
+    assert "nan" not in shown.stdout
+    line = next(line for line in shown.stdout.splitlines() if f" {idle} " in f" {line} ")
+    assert line.split()[-2:] == ["-", "0"], line  # win_rate, failures
