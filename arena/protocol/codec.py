@@ -102,12 +102,12 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     Lone UTF-16 surrogates in strings (``"\\ud800"``) come back as U+FFFD, so every
     decoded message encodes again as UTF-8.
     """
-    if sender == "bot" and max_bytes >= _PLAIN_MOVE_MAX_BYTES:
+    if sender == "bot" and len(raw) <= _PLAIN_MOVE_MAX_BYTES <= max_bytes:
         # The message of every move: orjson parses it in a fraction of the time. It is
         # taken only when it is a plain move, which holds no float, no integer beyond 64
         # bits and no lone surrogate (orjson refuses those) and is never oversize, so it
         # is exactly what the checks below would return; anything else goes through them,
-        # which decide.
+        # which decide (a long text goes to them at once: oversize is checked first).
         try:
             fast = orjson.loads(raw)
         except orjson.JSONDecodeError:
