@@ -132,6 +132,7 @@ class ResultStore:
         self._mutex = threading.Lock()
         self._lock_file: Any = None
         self._jsonl_fd: int | None = None  # games.jsonl, open for appending while we write
+        self._jsonl_id = (0, 0)  # and the (device, inode) it was opened as
         self._conn = self._open(create)
         if not readonly:
             try:
@@ -412,6 +413,10 @@ class ResultStore:
         """Make games.jsonl hold exactly the stored games; True if it had to be rewritten
         (then in idx order). Done when a writer opens the folder."""
         self._writable()
+        path = self.jsonl_path
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise ConfigError(f"{path}: not a file; move it away and run again: every game is in {DB_NAME} "
+                              f"and {JSONL_NAME} is written again from it")
         with self._mutex:
             stored = [row[0] for row in self._conn.execute("SELECT game_id FROM games ORDER BY idx")]
             listed = _jsonl_ids(self.jsonl_path)
@@ -437,10 +442,21 @@ class ResultStore:
 
     def _append_jsonl(self, text: str) -> None:
         """Append one record line: one write to a descriptor kept open (O_APPEND), not an
-        open and close per game."""
+        open and close per game. If the path no longer names that file (deleted, renamed or
+        replaced meanwhile), it is opened again (a folder there raises IsADirectoryError)."""
+        if self._jsonl_fd is not None:
+            try:
+                current = os.stat(self.jsonl_path)
+                same = (current.st_dev, current.st_ino) == self._jsonl_id
+            except FileNotFoundError:
+                same = False
+            if not same:
+                self._close_jsonl()
         if self._jsonl_fd is None:
             self._jsonl_fd = os.open(self.jsonl_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                                      0o644)
+            opened = os.fstat(self._jsonl_fd)
+            self._jsonl_id = (opened.st_dev, opened.st_ino)
         data = memoryview((text + "\n").encode())
         while data:
             data = data[os.write(self._jsonl_fd, data):]

@@ -329,3 +329,39 @@ def test_an_entrant_without_games_shows_no_win_rate_not_nan(config: TournamentCo
     assert "nan" not in shown.stdout
     line = next(line for line in shown.stdout.splitlines() if f" {idle} " in f" {line} ")
     assert line.split()[-2:] == ["-", "0"], line  # win_rate, failures
+
+
+def test_games_jsonl_deleted_mid_run_is_written_again(config: TournamentConfig) -> None:
+    """The writer keeps games.jsonl open; deleted (or replaced) under it, the next game
+    goes to a new file of that name, and the next opening repairs it whole."""
+    specs = schedule(config.plan)
+    path = config.out / "games.jsonl"
+    with ResultStore(config.out, create=True) as store:
+        store.store_game(specs[0], record_for(specs[0]), 1.0)
+        path.unlink()
+        store.store_game(specs[1], record_for(specs[1]), 1.0)
+        assert jsonl_ids(config.out) == [specs[1].game_id]
+        path.rename(config.out / "elsewhere.jsonl")
+        path.write_text("")
+        store.store_game(specs[2], record_for(specs[2]), 1.0)
+        assert jsonl_ids(config.out) == [specs[2].game_id]
+    with ResultStore(config.out):
+        assert jsonl_ids(config.out) == [s.game_id for s in specs[:3]]
+
+
+def test_games_jsonl_turned_into_a_folder_is_a_clear_error(config: TournamentConfig) -> None:
+    specs = schedule(config.plan)
+    path = config.out / "games.jsonl"
+    with ResultStore(config.out, create=True) as store:
+        store.store_game(specs[0], record_for(specs[0]), 1.0)
+        path.unlink()
+        path.mkdir()
+        with pytest.raises(IsADirectoryError):  # the game is stored; the run stops here
+            store.store_game(specs[1], record_for(specs[1]), 1.0)
+        assert store.game_count() == 2
+    with pytest.raises(ConfigError, match=r"games.jsonl: not a file; move it away"):
+        ResultStore(config.out)
+    assert not (config.out / "games.jsonl.tmp").exists()
+    path.rmdir()
+    with ResultStore(config.out):
+        assert jsonl_ids(config.out) == [s.game_id for s in specs[:2]]
