@@ -47,20 +47,22 @@ def one_line(error: ArenaError | OSError) -> str:
 
 
 class FileToWrite(click.Path):
-    """A file the command writes. ``Path("new/")`` is ``Path("new")``, so a value ending in
-    '/' would silently become a file named ``new``: it is refused in one line instead
-    (exit status 1), with an example of a file name in that folder."""
+    """A file the command writes. ``Path("new/")`` and ``Path("new/.")`` are ``Path("new")``,
+    so a value ending in '/', '/.' or '/..' (or that is '.' or '..') would silently become a
+    file of another name: it is refused in one line instead (exit status 1), with an example
+    of a file name in that folder."""
 
     def __init__(self, example: str) -> None:
         super().__init__(dir_okay=False, path_type=Path)
         self.example = example
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and value.endswith("/"):
+        if isinstance(value, str) and (value.endswith("/") or value.rsplit("/", 1)[-1] in (".", "..")):
             option = param.opts[0] if param is not None and param.opts else "this option"
+            folder = value if value.endswith("/") else value + "/"
             raise click.ClickException(for_terminal(
-                f"{option} {value}: ends in '/', so it names a folder; {option} names a file "
-                f"(such as {value}{self.example})", newlines=False))
+                f"{option} {value}: names a folder; {option} names a file "
+                f"(such as {folder}{self.example})", newlines=False))
         return super().convert(value, param, ctx)
 
 

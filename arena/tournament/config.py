@@ -31,9 +31,11 @@ round robin, 6 games per pairing at 250 ms per move (DEMO_DEFAULTS), seed 1.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tomllib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,14 +252,23 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | None = 
 
 def _default_name(path: Path | None, entrants: Any) -> str:
     """A tournament's name when none is given: the config file's stem; else the one --bots
-    folder's name; else "tournament" for several, "demo" for the built-in demo."""
+    folder's name (as given: a link's own name); else "tournament" for several, "demo" for
+    the built-in demo. Accents are dropped ("Équipe" -> "Equipe"), other characters become
+    '-'; a name with nothing left is "bots-" and a hash of the folder, so that two such
+    folders never share a results folder."""
     if path is not None:
-        stem = path.stem
+        stem, where = path.stem, path
     elif isinstance(entrants, list) and len(entrants) == 1 and isinstance(entrants[0], str):
-        stem = Path(entrants[0]).resolve().name
+        where = Path(entrants[0])
+        stem = where.name if where.name not in ("", ".", "..") else where.resolve().name
     else:
         return "tournament" if entrants else "demo"
-    return re.sub(r"[^A-Za-z0-9_.+-]", "-", stem).lstrip("-_.+")[:64] or "tournament"
+    ascii_text = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "-", ascii_text).lstrip("-_.+")[:64]
+    if not re.search(r"[A-Za-z0-9]", name):
+        digest = hashlib.sha256(str(where.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+        return f"bots-{digest[:8]}"
+    return name
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

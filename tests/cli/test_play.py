@@ -154,16 +154,19 @@ def test_a_records_path_that_cannot_be_written_is_one_line_before_any_game(tmp_p
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and str(blocker) in proc.stderr
 
 
-@pytest.mark.parametrize("command", ["play", "sprt", "random-games"])
-def test_an_out_file_ending_in_a_slash_is_refused_in_one_line(tmp_path: Path, command: str) -> None:
-    # Path("new/") is Path("new"): it used to become a FILE named new.
+@pytest.mark.parametrize("command,ending", [("play", "/"), ("sprt", "/"), ("random-games", "/"),
+                                            ("random-games", "/."), ("play", "/.."), ("random-games", "")])
+def test_an_out_file_that_names_a_folder_is_refused_in_one_line(tmp_path: Path, command: str,
+                                                                ending: str) -> None:
+    # Path("new/") and Path("new/.") are Path("new"): they used to become a FILE named new.
     folder = str(sample_bots_dir() / "random")
-    target = f"{tmp_path / 'new'}/"
+    target = f"{tmp_path / 'new'}{ending}" if ending else "."
     args = ["2"] if command == "random-games" else [folder, folder, "--logs", str(tmp_path / "logs")]
-    proc = arena(command, *args, "--out", target)
+    proc = arena(command, *args, "--out", target, cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stderr.strip() == (f"Error: --out {target}: ends in '/', so it names a folder; --out names "
-                                   f"a file (such as {target}games.jsonl)"), proc.stderr
+    shown = target if target.endswith("/") else target + "/"
+    assert proc.stderr.strip() == (f"Error: --out {target}: names a folder; --out names "
+                                   f"a file (such as {shown}games.jsonl)"), proc.stderr
     assert not (tmp_path / "new").exists() and "game 1" not in proc.stdout
 
 

@@ -117,6 +117,23 @@ def test_one_bots_folder_names_the_tournament_and_its_results_folder(bots: Path,
     config = load_config(None, {"entrants": [odd]})
     assert config.name == "my-bots--v2-" and config.out == Path("results/my-bots--v2-")
     assert load_config(None, {"entrants": [odd], "name": "given"}).name == "given"
+    accents = tmp_path / "Équipe ünï"
+    shutil.copytree(bots, accents)
+    assert load_config(None, {"entrants": [accents]}).name == "Equipe-uni"
+    (tmp_path / "link").symlink_to(odd)
+    assert load_config(None, {"entrants": [tmp_path / "link"]}).name == "link"  # its own name
+
+
+def test_bots_folders_whose_names_leave_nothing_get_names_of_their_own(bots: Path, tmp_path: Path) -> None:
+    """Names with no letter or digit left would all have gone to one results folder."""
+    names = set()
+    for odd in ("名前", "-.-", "日本"):
+        shutil.copytree(bots, tmp_path / odd)
+        config = load_config(None, {"entrants": [tmp_path / odd]})
+        assert config.name.startswith("bots-") and len(config.name) == len("bots-") + 8
+        names.add(config.name)
+    assert len(names) == 3 and "tournament" not in names
+    assert load_config(None, {"entrants": [tmp_path / "名前"]}).name in names  # the same each time
 
 
 def test_unknown_key_names_the_key_the_file_and_the_valid_keys(tmp_path: Path, bots: Path) -> None:
