@@ -502,17 +502,23 @@ class ProgressDisplay:
         self.tty = sys.stdout.isatty()
         self._last_print = 0.0
         self._shown = False
+        self._progress = None  # the latest, drawn by finish() if it was not shown
 
     def update(self, progress, spec) -> None:  # type: ignore[no-untyped-def]
         """Called after every stored game; the line is built and shown at most 10 times a
         second on a terminal (every 2 s otherwise), and always at the start and the end."""
         import time
 
+        self._progress = progress
         now = time.monotonic()
         finished = progress.done == progress.total
         if spec is not None and not finished and now - self._last_print < (0.1 if self.tty else 2.0):
             return
         self._last_print = now
+        self._show(progress)
+        self._progress = None
+
+    def _show(self, progress) -> None:  # type: ignore[no-untyped-def]
         leader = progress.leader()
         eta = progress.eta_s
         text = (f"games {progress.done}/{progress.total}"
@@ -528,6 +534,9 @@ class ProgressDisplay:
             click.echo(text)
 
     def finish(self) -> None:
+        """The run ended (done or interrupted): on a terminal the line shows the last game."""
+        if self.tty and self._progress is not None:
+            self._show(self._progress)
         if self.tty and self._shown:
             click.echo()
 

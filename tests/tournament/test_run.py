@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -178,3 +179,44 @@ def test_config_file_with_flag_overrides(tmp_path: Path) -> None:
     assert db_rows(tmp_path / "cup", "SELECT COUNT(*) FROM games")[0][0] == 2
     changed = arena("run-tournament", str(config), "--games", "4", "--out", str(tmp_path / "cup"))
     assert changed.returncode == 1 and "games" in changed.stderr
+
+
+def test_on_a_terminal_an_interrupted_run_shows_its_last_game_in_the_progress_line(tmp_path: Path) -> None:
+    """The line is drawn at most 10 times a second on a terminal; when a run is interrupted
+    the line it leaves behind still counts every game stored."""
+    out = tmp_path / "tty"
+    args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
+            "--games", "400", "--concurrency", "2", "--sandbox", "none", "--out", str(out)]
+    master, slave = os.openpty()
+    runner = subprocess.Popen([*ARENA_ARGV, *args], stdout=slave, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 120
+    stored = 0
+    while time.monotonic() < deadline and stored < 6:
+        ready, _, _ = select.select([master], [], [], 0.05)
+        if ready:
+            chunks.append(os.read(master, 65536))
+        if (out / "tournament.db").exists():
+            try:
+                stored = db_rows(out, "SELECT COUNT(*) FROM games")[0][0]
+            except sqlite3.Error:
+                pass
+    runner.send_signal(signal.SIGINT)
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    assert runner.wait(60) == 130
+    os.close(master)
+    text = b"".join(chunks).decode(errors="replace")
+    before, _, after = text.partition("interrupted:")
+    kept = db_rows(out, "SELECT COUNT(*) FROM games")[0][0]
+    assert f"{kept} of 400 games are stored" in after
+    last = [part for part in before.split("\r") if "games " in part][-1]
+    assert last.strip().startswith(f"games {kept}/400 |"), (last, kept)
