@@ -8,8 +8,10 @@ Nothing a bot does can make :func:`play_game` hang or raise.
 
 Under a sandbox with a cgroup freezer a bot runs only on its turn: both are frozen once
 ``new_game`` is sent, the mover is thawed before its request is sent (its clock starts
-once the kernel has thawed it) and frozen again when its reply is in; between games they
-stay frozen (see :meth:`BotHandle.freeze`; pondering bots are never frozen).
+once the kernel has thawed it), and the bot waiting for its turn is frozen as soon as the
+mover has been thinking for FREEZE_GRACE_S (a reply that comes sooner costs no freeze and
+no thaw: each wakes every process of the bot, twice a move); between games both stay
+frozen (see :meth:`BotHandle.freeze`; pondering bots are never frozen).
 
 The referee depends on a :class:`Player`, not on a process: :class:`BotHandle` is the real
 one; the tests' scripted players (``tests/scripted.py``) run the failure cases in-process.
@@ -18,6 +20,7 @@ Every message it sends is built by :mod:`arena.protocol.messages`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +50,9 @@ from arena.untrusted import shown
 log = logging.getLogger("arena.referee")
 
 MAX_STALE_REPLIES = 100  # stale replies tolerated during one request before it is a flood
+FREEZE_GRACE_S = 0.001
+"""How long a mover may think before the bot waiting for its turn is frozen: at most this much
+of that bot's computing (up to one core) overlaps each move of its opponent."""
 DETAIL_CAP = 2048  # characters of a recorded failure detail (its log tail is cut to fit)
 
 __all__ = ["DEFAULT_TIME_CONTROL", "GameResult", "MoveCallback", "Player", "TimeControl", "play_game"]
@@ -197,6 +203,15 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
         for bot in bots:
             bot.freeze()  # a bot computes on its own turn only
         decode_ns = thaw_ns = 0
+        park_ns = [0]
+
+        def park(seat: int) -> None:
+            """Freeze the bot in ``seat``, which waits for its turn (see FREEZE_GRACE_S)."""
+            started = time.perf_counter_ns() if measure else 0
+            bots[seat].freeze()
+            if measure:
+                park_ns[0] += time.perf_counter_ns() - started
+
         t_ready = time.perf_counter_ns() if measure else 0
         while (mover := state.to_move()) is not None:
             bot = bots[mover]
@@ -217,16 +232,14 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             _send_text(bot, mover, text)
             if measure:
                 overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
-            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock)
+            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock,
+                                           functools.partial(park, 1 - mover))
             used_ms = (clock() - sent) * 1000.0
             if measure:
                 t_ready = time.perf_counter_ns()
-                bot.freeze()
-                freeze_ns.append(time.perf_counter_ns() - t_ready + thaw_ns)
-                t_ready = time.perf_counter_ns()
+                freeze_ns.append(park_ns[0] + thaw_ns)
+                park_ns[0] = 0
                 decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
-            else:
-                bot.freeze()
             stale += stale_now
             if clocks.charge(mover, used_ms) > 0:  # the reply arrived just past the deadline
                 raise _Forfeit(mover, BotTimeoutError(_too_slow(bot.name, used_ms, limit_ms, bank_ms)))
@@ -338,18 +351,29 @@ def _send_text(bot: Player, seat: int, text: str) -> None:
 
 
 def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, bank_ms: float,
-                clock: Callable[[], float]) -> tuple[dict[str, Any], int]:
-    """Wait for the move answering ``seq``; stale replies are dropped and counted."""
+                clock: Callable[[], float],
+                park: Callable[[], None] | None = None) -> tuple[dict[str, Any], int]:
+    """Wait for the move answering ``seq``; stale replies are dropped and counted. ``park``
+    is called once the bot has been thinking for FREEZE_GRACE_S (not if it answers sooner)."""
     deadline = sent + (limit_ms + bank_ms) / 1000.0
+    park_at = sent + FREEZE_GRACE_S
     stale = 0
     while True:
-        remaining = deadline - clock()
+        now = clock()
+        remaining = deadline - now
         if remaining <= 0:
             raise _Forfeit(seat, BotTimeoutError(
                 f"{bot.name} did not answer: its limit was {limit_ms} ms plus {bank_ms:.0f} ms left "
                 f"in its bank, and the referee gave up after {(clock() - sent) * 1000:.0f} ms"))
+        wait = remaining
+        if park is not None:
+            if now >= park_at:
+                park()
+                park = None
+            else:
+                wait = min(remaining, park_at - now)
         try:
-            message = bot.receive(remaining)
+            message = bot.receive(wait)
         except ArenaError as exc:
             raise _Forfeit(seat, exc) from None
         if message is None:
