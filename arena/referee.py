@@ -98,6 +98,11 @@ class Player(Protocol):
         """Its next message, decoded and schema-checked, or None after ``timeout_s``."""
         ...
 
+    @property
+    def freezes(self) -> bool:
+        """:meth:`freeze` stops it (it has a freezer and may not ponder)."""
+        ...
+
     def freeze(self) -> None:
         """Stop it computing off its turn (where it can be)."""
         ...
@@ -205,7 +210,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
         decode_ns = thaw_ns = 0
         park_ns = [0]
 
-        def park(seat: int) -> None:
+        def park(seat: int) -> None:  # only for a bot that freezes: the 1 ms wake-up costs too
             """Freeze the bot in ``seat``, which waits for its turn (see FREEZE_GRACE_S)."""
             started = time.perf_counter_ns() if measure else 0
             bots[seat].freeze()
@@ -232,8 +237,9 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             _send_text(bot, mover, text)
             if measure:
                 overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
-            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock,
-                                           functools.partial(park, 1 - mover))
+            waiting = 1 - mover
+            parking = functools.partial(park, waiting) if bots[waiting].freezes else None
+            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock, parking)
             used_ms = (clock() - sent) * 1000.0
             if measure:
                 t_ready = time.perf_counter_ns()

@@ -227,6 +227,8 @@ class ScriptedPlayer:
         assert self.session is not None
         return self.session.receive(timeout_s)
 
+    freezes = True  # as under strict: the referee freezes the waiting bot once a turn is long
+
     def freeze(self) -> None:
         self.frozen = True
 

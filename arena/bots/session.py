@@ -165,6 +165,11 @@ class BotHandle:
     def frozen(self) -> bool:
         return self.process is not None and self.process.frozen
 
+    @property
+    def freezes(self) -> bool:
+        """Its running process is frozen off its turn (a cgroup freezer, not pondering)."""
+        return self._freezes
+
     def freeze(self) -> None:
         """Stop all of the bot's processes (cgroup freezer) until :meth:`thaw`, so it computes
         nothing off its turn. A no-op when pondering, without a freezer (level none, or no
