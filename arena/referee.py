@@ -8,10 +8,11 @@ Nothing a bot does can make :func:`play_game` hang or raise.
 
 Under a sandbox with a cgroup freezer a bot runs only on its turn: both are frozen once
 ``new_game`` is sent, the mover is thawed before its request is sent (its clock starts
-once the kernel has thawed it), and the bot waiting for its turn is frozen as soon as the
-mover has been thinking for FREEZE_GRACE_S (a reply that comes sooner costs no freeze and
-no thaw: each wakes every process of the bot, twice a move); between games both stay
-frozen (see :meth:`BotHandle.freeze`; pondering bots are never frozen).
+once the kernel has thawed it), and the bot waiting for its turn is frozen FREEZE_GRACE_S
+after its own reply came in, or at once when the next request is slow to build (it carries
+the legal moves): an opponent that answers sooner costs no freeze and no thaw (each wakes
+every process of the bot). Between games both stay frozen (see :meth:`BotHandle.freeze`;
+pondering bots are never frozen).
 
 The referee depends on a :class:`Player`, not on a process: :class:`BotHandle` is the real
 one; the tests' scripted players (``tests/scripted.py``) run the failure cases in-process.
@@ -51,8 +52,10 @@ log = logging.getLogger("arena.referee")
 
 MAX_STALE_REPLIES = 100  # stale replies tolerated during one request before it is a flood
 FREEZE_GRACE_S = 0.001
-"""How long a mover may think before the bot waiting for its turn is frozen: at most this much
-of that bot's computing (up to one core) overlaps each move of its opponent."""
+"""How long after its reply a bot waiting for its turn is frozen (if its opponent has not
+answered by then): it may compute for this long of each opponent move, on as many CPUs as
+its cgroup's quota lets it burst on, plus the end of a kernel call it was in (the freezer
+stops a process on its way back from the kernel)."""
 DETAIL_CAP = 2048  # characters of a recorded failure detail (its log tail is cut to fit)
 
 __all__ = ["DEFAULT_TIME_CONTROL", "GameResult", "MoveCallback", "Player", "TimeControl", "play_game"]
@@ -101,6 +104,11 @@ class Player(Protocol):
     @property
     def freezes(self) -> bool:
         """:meth:`freeze` stops it (it has a freezer and may not ponder)."""
+        ...
+
+    @property
+    def frozen(self) -> bool:
+        """:meth:`freeze` was called and :meth:`thaw` not since."""
         ...
 
     def freeze(self) -> None:
@@ -209,8 +217,9 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             bot.freeze()  # a bot computes on its own turn only
         decode_ns = thaw_ns = 0
         park_ns = [0]
+        replied = [0.0, 0.0]  # when each seat's last reply came in (both are frozen until they move)
 
-        def park(seat: int) -> None:  # only for a bot that freezes: the 1 ms wake-up costs too
+        def park(seat: int) -> None:
             """Freeze the bot in ``seat``, which waits for its turn (see FREEZE_GRACE_S)."""
             started = time.perf_counter_ns() if measure else 0
             bots[seat].freeze()
@@ -220,6 +229,13 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
         t_ready = time.perf_counter_ns() if measure else 0
         while (mover := state.to_move()) is not None:
             bot = bots[mover]
+            waiting = 1 - mover
+            parking = None  # a bot that cannot be frozen, or is already, costs no 1 ms wake-up
+            if bots[waiting].freezes and not bots[waiting].frozen:
+                if bot.wants_legal_moves:  # a request slow to build: no grace to compute meanwhile
+                    park(waiting)
+                else:
+                    parking = functools.partial(park, waiting)
             seq = bot.next_seq()
             limit_ms = clocks.limit_ms(mover)
             bank_ms = clocks.bank_ms(mover)
@@ -237,10 +253,10 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             _send_text(bot, mover, text)
             if measure:
                 overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
-            waiting = 1 - mover
-            parking = functools.partial(park, waiting) if bots[waiting].freezes else None
-            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock, parking)
-            used_ms = (clock() - sent) * 1000.0
+            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock, parking,
+                                           replied[waiting] + FREEZE_GRACE_S)
+            replied[mover] = clock()
+            used_ms = (replied[mover] - sent) * 1000.0
             if measure:
                 t_ready = time.perf_counter_ns()
                 freeze_ns.append(park_ns[0] + thaw_ns)
@@ -357,12 +373,11 @@ def _send_text(bot: Player, seat: int, text: str) -> None:
 
 
 def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, bank_ms: float,
-                clock: Callable[[], float],
-                park: Callable[[], None] | None = None) -> tuple[dict[str, Any], int]:
+                clock: Callable[[], float], park: Callable[[], None] | None = None,
+                park_at: float = 0.0) -> tuple[dict[str, Any], int]:
     """Wait for the move answering ``seq``; stale replies are dropped and counted. ``park``
-    is called once the bot has been thinking for FREEZE_GRACE_S (not if it answers sooner)."""
+    is called at ``park_at`` (at once if that has passed), unless the reply comes first."""
     deadline = sent + (limit_ms + bank_ms) / 1000.0
-    park_at = sent + FREEZE_GRACE_S
     stale = 0
     while True:
         now = clock()

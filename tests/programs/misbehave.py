@@ -413,7 +413,7 @@ def main() -> None:
         link.send({"type": "move", "seq": 1, "move": {"action": "advance"}})
     else:
         link.send({"type": "hello", "name": f"misbehave-{KIND}", "version": "1", "protocol": 1,
-                   "capabilities": {"legal_moves": KIND == "recorder"}})
+                   "capabilities": {"legal_moves": KIND == "recorder" or "legal_moves" in ARGS}})
     if KIND == "forks":
         for _ in range(3):
             subprocess.Popen(["sleep", "300"])
