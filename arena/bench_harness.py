@@ -584,7 +584,7 @@ def bench_harness(quick: bool = False) -> None:
     row("harness / floor (the second)", {t: f"{ratio[t]:.2f}x" for t in TRANSPORTS}, f"<= {TARGET_RATIO}x",
         {t: ratio[t] <= TARGET_RATIO for t in TRANSPORTS})
     if PINNED in floors:
-        short, long = runs[("stdio", PINNED, 1, sizes.short)], runs[("stdio", PINNED, 1, sizes.long)]
+        short, long = pair("stdio", PINNED, 1)
         pinned_cpu_s = _margin(short, long, "coordinator_cpu_s") + _margin(short, long, "workers_cpu_s")
         pinned_ratio = pinned_cpu_s / floors[PINNED]["engine"]
         rows.append(("harness / floor, all on one CPU (taskset: steadier)",

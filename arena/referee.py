@@ -215,16 +215,16 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
                                                       components=components_table))
         for bot in bots:
             bot.freeze()  # a bot computes on its own turn only
-        decode_ns = thaw_ns = 0
-        park_ns = [0]
+        decode_ns = thaw_ns = park_ns = 0
         replied = [0.0, 0.0]  # when each seat's last reply came in (both are frozen until they move)
 
         def park(seat: int) -> None:
             """Freeze the bot in ``seat``, which waits for its turn (see FREEZE_GRACE_S)."""
+            nonlocal park_ns
             started = time.perf_counter_ns() if measure else 0
             bots[seat].freeze()
             if measure:
-                park_ns[0] += time.perf_counter_ns() - started
+                park_ns += time.perf_counter_ns() - started
 
         t_ready = time.perf_counter_ns() if measure else 0
         while (mover := state.to_move()) is not None:
@@ -259,8 +259,8 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             used_ms = (replied[mover] - sent) * 1000.0
             if measure:
                 t_ready = time.perf_counter_ns()
-                freeze_ns.append(park_ns[0] + thaw_ns)
-                park_ns[0] = 0
+                freeze_ns.append(park_ns + thaw_ns)
+                park_ns = 0
                 decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
             stale += stale_now
             if clocks.charge(mover, used_ms) > 0:  # the reply arrived just past the deadline

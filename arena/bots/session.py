@@ -69,7 +69,6 @@ class BotHandle:
         self.channel: Channel | None = None
         self.session: BotSession | None = None  # kept after a kill: its seq carries on
         self._freezes = False  # its running process is frozen between moves (see freeze)
-        self._legal_moves = False  # its running process asked for the legal moves (read every move)
         self.hello: dict[str, Any] = {}
         self.starts = 0
         self.recycled = 0  # restarts between games because the CPU limit drew near
@@ -89,7 +88,7 @@ class BotHandle:
     @property
     def wants_legal_moves(self) -> bool:
         """Its running process asked for the legal moves in its hello."""
-        return self._legal_moves
+        return bool(self.hello) and self.session is not None and self.session.wants_legal_moves
 
     @property
     def last_decode_ns(self) -> int:
@@ -159,7 +158,6 @@ class BotHandle:
             raise BotStartError(error)
         self._silent_starts = 0
         self.hello = self.session.accept(hello)
-        self._legal_moves = self.session.wants_legal_moves
 
     @property
     def frozen(self) -> bool:
@@ -272,7 +270,7 @@ class BotHandle:
         if self.process is not None:
             self.process.kill_tree()
             self.process = None
-        self._freezes = self._legal_moves = False
+        self._freezes = False
         self.hello = {}
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ uninterrupted one, whatever the concurrency.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -67,11 +67,6 @@ class OnlineRatings:
     def add(self, winner: str, loser: str) -> None:
         """Rate one game (no draws in Patchwork)."""
         self.ratings[winner], self.ratings[loser] = win_1vs1(self.enter(winner), self.enter(loser), self.env)
-
-    def add_record(self, record: Mapping[str, Any]) -> None:
-        """Rate a game record (its ``players`` and ``result.winner``)."""
-        winner = record["result"]["winner"]
-        self.add(record["players"][winner], record["players"][1 - winner])
 
     def leader(self) -> tuple[str, float] | None:
         """The best conservative rating (mu - 3 sigma; ties by name) and whose it is."""

@@ -100,7 +100,7 @@ def run_sprt(new: Path, old: Path, sprt: SPRT, *, max_games: int, seed: int, log
     state = SprtState(sprt)
     executor: Executor
     if concurrency > 1:
-        executor = WorkerProcesses(build_lineup(lineup, log_dir, log_dir / "builds"), log_dir, concurrency,
+        executor = WorkerProcesses(build_lineup(lineup, log_dir), log_dir, concurrency,
                                    advice="No verdict: sprt does not resume, so running it again starts "
                                           "the test over from the first pair")
     else:

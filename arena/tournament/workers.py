@@ -9,7 +9,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import multiprocessing as mp
-import os
 import pickle
 import signal
 import sys
@@ -25,6 +24,7 @@ from arena.bots.session import START_TIMEOUT_S
 from arena.clock import TimeControl
 from arena.engine import Ruleset, patchwork
 from arena.errors import ArenaError
+from arena.launch.proctree import read_stat, send_signal
 from arena.signals import ignore_termination, unwind_on_termination
 from arena.tournament.schedule import GameSpec
 from arena.tournament.series import Lineup, Played
@@ -251,20 +251,13 @@ class _Watchdog:
 
 
 def _stopped(pid: int) -> bool:
-    """The process is stopped (by a signal, or traced): state T or t in /proc/PID/stat."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state in (b"T", b"t")
+    """The process is stopped (by a signal, or traced): state T or t."""
+    stat = read_stat(str(pid))
+    return stat is not None and stat.state in ("T", "t")
 
 
 def _continue(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGCONT)
-    except OSError:  # gone already
-        pass
+    send_signal(pid, signal.SIGCONT)
 
 
 def _exit_status(code: int | None) -> str:

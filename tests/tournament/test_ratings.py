@@ -100,7 +100,8 @@ def test_online_ratings_game_by_game_equal_the_table_and_name_its_leader() -> No
     online = OnlineRatings(["idle"])
     assert online.leader() == ("idle", pytest.approx(0.0, abs=1e-9))  # mu 25 - 3 * 25/3
     for seat0, seat1, winner in zip(frame["seat0"], frame["seat1"], frame["winner"], strict=True):
-        online.add_record({"players": [seat0, seat1], "result": {"winner": int(winner)}})
+        seats = (seat0, seat1)
+        online.add(seats[int(winner)], seats[1 - int(winner)])
     table = rate(frame, ["idle"]).set_index("name")
     for name, rating in online.ratings.items():
         assert (rating.mu, rating.sigma) == (table.loc[name, "mu"], table.loc[name, "sigma"])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from arena.bots.pool import sample_bots_dir
-from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, write_bot
+from tests.helpers import ARENA_ARGV, arena, misbehaving_bot, stored_games, write_bot
 
 SAMPLES = sample_bots_dir()
 
@@ -198,11 +198,7 @@ def test_on_a_terminal_an_interrupted_run_shows_its_last_game_in_the_progress_li
         ready, _, _ = select.select([master], [], [], 0.05)
         if ready:
             chunks.append(os.read(master, 65536))
-        if (out / "tournament.db").exists():
-            try:
-                stored = db_rows(out, "SELECT COUNT(*) FROM games")[0][0]
-            except sqlite3.Error:
-                pass
+        stored = stored_games(out)
     runner.send_signal(signal.SIGINT)
     while True:
         try:
@@ -216,7 +212,7 @@ def test_on_a_terminal_an_interrupted_run_shows_its_last_game_in_the_progress_li
     os.close(master)
     text = b"".join(chunks).decode(errors="replace")
     before, _, after = text.partition("interrupted:")
-    kept = db_rows(out, "SELECT COUNT(*) FROM games")[0][0]
+    kept = stored_games(out)
     assert f"{kept} of 400 games are stored" in after
     last = [part for part in before.split("\r") if "games " in part][-1]
     assert last.strip().startswith(f"games {kept}/400 |"), (last, kept)
