@@ -3,12 +3,13 @@
 ```
 results/<name>/
   tournament.db     tables tournament (key/value: config, created_at), entrants,
-                    games (one row per game, with its record JSON), moves (one row per move)
+                    games (one row per game, with its record JSON); view moves (one
+                    row per move, read from the records)
   games.jsonl       every game record, one per line (completion order; idx order after a repair)
   tournament.lock   held by the one process that writes
 ```
 
-A game and all its moves are written in one transaction, then its record is appended
+A game and its record (moves included) are written in one transaction, then the record is appended
 to ``games.jsonl``. A run killed between the two leaves the file short (or with a
 partial last line); the next writer that opens the folder rewrites the file from the
 database, so the two always hold the same games.
@@ -21,7 +22,6 @@ power cut or OS crash may lose the last few commits, which a resumed run replays
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 DB_NAME = "tournament.db"
 JSONL_NAME = "games.jsonl"
 LOCK_NAME = "tournament.lock"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: moves was a table (read as it is; a writer makes it the view)
 BUSY_TIMEOUT_S = 10.0
 TABLES = ("tournament", "entrants", "games", "moves")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -79,34 +79,24 @@ CREATE TABLE games (
     finished_at TEXT,
     record TEXT NOT NULL
 );
-CREATE TABLE moves (
-    game_id TEXT NOT NULL REFERENCES games (game_id),
-    ply INTEGER NOT NULL,                   -- 0 for the first move of the game
-    player INTEGER NOT NULL CHECK (player IN (0, 1)),
-    action TEXT NOT NULL,
-    patch INTEGER,
-    cells TEXT,                             -- JSON [[row, col], ...]
-    time_ms REAL,
-    PRIMARY KEY (game_id, ply)
-) WITHOUT ROWID;
 """
+
+# Every move is in its game's record already: the moves are a view of them, not a second
+# copy (schema 1 had a table; storing its 59 rows a game was 150 of a game's 257 us).
+_MOVES_VIEW = """
+CREATE VIEW moves (game_id, ply, player, action, patch, cells, time_ms) AS
+SELECT g.game_id, CAST(m.key AS INTEGER), json_extract(m.value, '$.player'),
+       json_extract(m.value, '$.action'), json_extract(m.value, '$.patch'),
+       json_extract(m.value, '$.cells'), json_extract(m.value, '$.time_ms')
+FROM games AS g, json_each(g.record, '$.moves') AS m;
+"""
+_MIGRATIONS = {1: "DROP TABLE moves;"}  # from schema N to N + 1, then the view is made again
 
 _GAME_COLUMNS = ("idx", "game_id", "pair", "seed", "seat0", "seat1", "score0", "score1", "winner",
                  "winner_name", "loser", "reason", "detail", "moves", "duration_s", "started_at",
                  "finished_at")
 _INSERT_GAME = (f"INSERT INTO games ({', '.join(_GAME_COLUMNS)}, record) "
                 f"VALUES ({', '.join('?' * (len(_GAME_COLUMNS) + 1))})")
-_MOVES_PER_INSERT = 100  # rows per INSERT: 700 parameters, under SQLite's oldest limit of 999
-
-
-@functools.lru_cache(maxsize=_MOVES_PER_INSERT)
-def _insert_moves(rows: int) -> str:
-    """One INSERT of ``rows`` moves: one statement for a game's moves, not one per move
-    (executemany), 186 -> 160 us per 59-move game."""
-    return ("INSERT INTO moves (game_id, ply, player, action, patch, cells, time_ms) VALUES "
-            + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * rows))
-
-
 _GAME_TYPES = {"idx": "int64", "pair": "int64", "seed": "int64", "score0": "int64", "score1": "int64",
                "winner": "int64", "loser": "Int64", "moves": "int64", "duration_s": "float64"}
 _MOVE_TYPES = {"idx": "int64", "ply": "int64", "player": "int64", "patch": "Int64", "time_ms": "float64"}
@@ -238,8 +228,9 @@ class ResultStore:
 
     def _check_schema(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if version == SCHEMA_VERSION and set(TABLES) <= tables:
+        tables = {row[0] for row in
+                  conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if 1 <= version <= SCHEMA_VERSION and set(TABLES) <= tables:
             return
         if version > SCHEMA_VERSION and set(TABLES) <= tables:
             why = f"schema version {version} is newer than this program's ({SCHEMA_VERSION})"
@@ -257,8 +248,11 @@ class ResultStore:
             return
         conn.execute("PRAGMA journal_mode = WAL")  # persistent
         conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL, see the module docstring
-        if new:
-            conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+        version = 0 if new else conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:  # new, or an older results folder resumed: made current in one go
+            steps = _SCHEMA if new else " ".join(_MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
+            conn.executescript(f"BEGIN IMMEDIATE; {steps} {_MOVES_VIEW} "
+                               f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
 
     def _take_lock(self) -> None:
         try:
@@ -350,7 +344,7 @@ class ResultStore:
         match ``spec`` or the game is already stored."""
         self._writable()
         record = _with_game_id(spec, record)
-        game_row, move_rows = _rows(spec, record, duration_s)
+        game_row = _game_row(spec, record, duration_s)
         text = game_row[-1]
         with self._mutex:
             conn = self._conn
@@ -366,9 +360,6 @@ class ResultStore:
                             raise
                         raise RecordError(f"game {spec.game_id} (index {spec.index}) is already stored as "
                                           f"{clash[0]} (index {clash[1]})") from None
-                    for start in range(0, len(move_rows), _MOVES_PER_INSERT):
-                        chunk = move_rows[start:start + _MOVES_PER_INSERT]
-                        conn.execute(_insert_moves(len(chunk)), [value for row in chunk for value in row])
                     conn.execute("COMMIT")
                 except BaseException:
                     self._rollback()
@@ -510,10 +501,10 @@ def _with_game_id(spec: GameSpec, record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _rows(spec: GameSpec, record: dict[str, Any],
-          duration_s: float) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
-    """The games row (record JSON last) and the moves rows; RecordError if the record is not
-    of the shape of arena.records.make_record or does not match the spec."""
+def _game_row(spec: GameSpec, record: dict[str, Any], duration_s: float) -> tuple[Any, ...]:
+    """The games row (record JSON last); RecordError if the record is not of the shape of
+    arena.records.make_record (its moves included: the moves view reads them) or does not
+    match the spec."""
     def bad(why: str) -> RecordError:
         return RecordError(f"game {spec.game_id}: {why}")
 
@@ -537,7 +528,6 @@ def _rows(spec: GameSpec, record: dict[str, Any],
     moves = record.get("moves")
     if not isinstance(moves, list):
         raise bad("moves must be a list")
-    move_rows = []
     for ply, entry in enumerate(moves):
         if not (isinstance(entry, dict) and entry.get("player") in (0, 1)
                 and isinstance(entry.get("action"), str)):
@@ -545,9 +535,6 @@ def _rows(spec: GameSpec, record: dict[str, Any],
         time_ms = entry.get("time_ms")
         if time_ms is not None and not (type(time_ms) in (int, float) and math.isfinite(time_ms)):
             raise bad(f"move {ply + 1}: time_ms must be a finite number, got {time_ms!r}"[:300])
-        cells = json.dumps(entry["cells"]) if "cells" in entry else None
-        move_rows.append((spec.game_id, ply, entry["player"], entry["action"], entry.get("patch"), cells,
-                          time_ms))
     try:
         # A record's only floats are its moves' time_ms (checked above): orjson, 9x faster than
         # json (5.6 against 50.6 us for a 59-move game); non-ASCII text still goes through json,
@@ -559,7 +546,7 @@ def _rows(spec: GameSpec, record: dict[str, Any],
     game_row = (spec.index, spec.game_id, spec.pair, spec.seed, spec.seat0, spec.seat1, scores[0], scores[1],
                 winner, names[winner], loser, reason, str(result.get("detail") or ""), len(moves),
                 float(duration_s), record.get("started_at"), record.get("finished_at"), text)
-    return game_row, move_rows
+    return game_row
 
 
 def _jsonl_ids(path: Path) -> list[str] | None:

@@ -96,9 +96,9 @@ def test_store_and_read_back(config: TournamentConfig) -> None:
 def test_store_game_is_atomic(config: TournamentConfig) -> None:
     spec = schedule(config.plan)[0]
     with ResultStore(config.out, create=True) as store:
-        # a failure in the middle of the transaction: after the game row, at the sixth move
+        # a failure inside the transaction, once the game row is in
         with sqlite3.connect(config.out / "tournament.db") as other:
-            other.execute("CREATE TRIGGER boom BEFORE INSERT ON moves WHEN NEW.ply = 5 "
+            other.execute("CREATE TRIGGER boom AFTER INSERT ON games "
                           "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END")
         with pytest.raises(ArenaError, match="cannot store game .*disk on fire"):
             store.store_game(spec, record_for(spec), 1.0)
@@ -298,13 +298,12 @@ def test_stored_text_is_ascii_whatever_a_bot_wrote(config: TournamentConfig) -> 
     assert stored["moves"][0]["info"] == "caf\u00e9 \u2028 line separator"
 
 
-def test_every_move_of_a_long_record_is_a_row_in_order(config: TournamentConfig) -> None:
-    """Moves go in by INSERTs of up to _MOVES_PER_INSERT rows: a record longer than two of
-    them comes back whole, each row equal to its entry."""
+def test_every_move_of_a_record_is_a_row_of_the_moves_view_in_order(config: TournamentConfig) -> None:
+    """The moves are a view of the records: a long record comes back whole, each row equal to
+    its entry, and the view reads the stored record, not a copy made when it was stored."""
     spec = schedule(config.plan)[0]
     record = record_for(spec)
-    record["moves"] = (record["moves"] * (2 * storage._MOVES_PER_INSERT // len(record["moves"]) + 2))
-    assert len(record["moves"]) > 2 * storage._MOVES_PER_INSERT
+    record["moves"] = record["moves"] * 4
     with ResultStore(config.out, create=True) as store:
         store.store_game(spec, record, 1.0)
         moves = store.moves_frame()
@@ -314,6 +313,53 @@ def test_every_move_of_a_long_record_is_a_row_in_order(config: TournamentConfig)
         assert row.time_ms == entry.get("time_ms")
         assert (None if pd.isna(row.patch) else row.patch) == entry.get("patch")
         assert (None if pd.isna(row.cells) else json.loads(row.cells)) == entry.get("cells")
+    with sqlite3.connect(config.out / "tournament.db") as conn:
+        conn.execute("UPDATE games SET record = json_set(record, '$.moves[0].action', 'edited')")
+    with ResultStore(config.out, readonly=True) as store:
+        assert store.moves_frame()["action"].iloc[0] == "edited"
+
+
+_SCHEMA_1_MOVES = """
+DROP VIEW moves;
+CREATE TABLE moves (
+    game_id TEXT NOT NULL REFERENCES games (game_id), ply INTEGER NOT NULL,
+    player INTEGER NOT NULL CHECK (player IN (0, 1)), action TEXT NOT NULL, patch INTEGER,
+    cells TEXT, time_ms REAL, PRIMARY KEY (game_id, ply)
+) WITHOUT ROWID;
+INSERT INTO moves SELECT * FROM (SELECT g.game_id, CAST(m.key AS INTEGER), json_extract(m.value, '$.player'),
+    json_extract(m.value, '$.action'), json_extract(m.value, '$.patch'), json_extract(m.value, '$.cells'),
+    json_extract(m.value, '$.time_ms') FROM games AS g, json_each(g.record, '$.moves') AS m);
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_schema_1_folder_is_read_as_it_is_and_brought_up_to_date_by_a_writer(
+        config: TournamentConfig) -> None:
+    """Schema 1 stored the moves in a table of their own: a reader reads it as it is; the
+    next writer (a resumed run) replaces it by the view, in one transaction, and stores on."""
+    first, second = schedule(config.plan)[:2]
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        store.store_game(first, record_for(first), 1.0)
+        expected = store.moves_frame()
+    with sqlite3.connect(config.out / "tournament.db") as conn:
+        conn.executescript(_SCHEMA_1_MOVES)
+
+    def moves_kind() -> tuple[str, int]:
+        with sqlite3.connect(config.out / "tournament.db") as conn:
+            kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'moves'").fetchone()[0]
+            return kind, conn.execute("PRAGMA user_version").fetchone()[0]
+
+    assert moves_kind() == ("table", 1)
+    with ResultStore(config.out, readonly=True) as store:
+        pd.testing.assert_frame_equal(store.moves_frame(), expected)
+    assert moves_kind() == ("table", 1)
+    with ResultStore(config.out, create=True) as store:
+        assert moves_kind() == ("view", storage.SCHEMA_VERSION)
+        pd.testing.assert_frame_equal(store.moves_frame(), expected)
+        store.store_game(second, record_for(second), 1.0)
+        assert store.game_count() == 2
+        assert len(store.moves_frame()) == len(expected) + len(record_for(second)["moves"])
 
 
 def test_an_entrant_without_games_shows_no_win_rate_not_nan(config: TournamentConfig) -> None:
