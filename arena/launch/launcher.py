@@ -47,6 +47,7 @@ from arena.launch.proctree import pipe_holders, read_stat
 from arena.untrusted import file_name, walk
 
 LEVELS = ("none", "strict")
+SCRATCH_NAME_CHARS = 16  # of the bot's name in its scratch folder's name
 """The sandbox levels, as ``--sandbox`` and the tournament config's ``sandbox`` key spell them."""
 
 
@@ -100,7 +101,9 @@ class Launcher:
     def start_bot(self, argv: Sequence[str], *, folder: Path, name: str, stderr_log: Path,
                   limits: ResourceLimits | None = None) -> BotProcess:
         """Start a bot speaking over pipes, in its folder, with a HOME and TMPDIR of its own."""
-        scratch = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(name)}-"))
+        # A short prefix: a ZeroMQ bridge puts its socket in here, and a socket path has at most
+        # 107 bytes (a 64-character name made it too long).
+        scratch = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(name, limit=SCRATCH_NAME_CHARS)}-"))
         env = {"HOME": str(scratch), "TMPDIR": str(scratch)}
         return BotProcess.start(argv, cwd=folder, env=env, limits=limits or self.limits,
                                 stderr_log=stderr_log, pipes=True, scratch=scratch)

@@ -86,7 +86,7 @@ def iter_schedule(plan: Plan, completed: Collection[str] = ()) -> Iterator[GameS
             seed = pair_seed(plan.seed, pairing, k)
             pair = index // 2
             for seat0, seat1 in (pairing, pairing[::-1]):
-                game_id = f"{index:0{width}d}-{_slug(seat0)}-vs-{_slug(seat1)}-p{pair}"
+                game_id = _game_id(f"{index:0{width}d}", seat0, seat1, f"p{pair}")
                 if game_id not in done:
                     yield GameSpec(index, game_id, seat0, seat1, seed, pair)
                 index += 1
@@ -139,6 +139,21 @@ def gauntlet_schedule(bot: str, opponents: Sequence[str], games: int, seed: int)
 def _slug(name: str) -> str:
     """A name made safe for ids and file names (the index keeps ids unique anyway)."""
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
+
+
+GAME_ID_MAX = 128  # the protocol's limit (protocol/schemas/common.json)
+
+
+def _game_id(number: str, seat0: str, seat1: str, pair: str) -> str:
+    """``<number>-<seat0>-vs-<seat1>-<pair>``; when two long names (up to 64 characters each)
+    would make it longer than the protocol allows, each name is cut to what fits (the number
+    keeps it unique). Ids that fit are never cut, so folders resumed keep their ids."""
+    slugs = [_slug(seat0), _slug(seat1)]
+    game_id = f"{number}-{slugs[0]}-vs-{slugs[1]}-{pair}"
+    if len(game_id) > GAME_ID_MAX:
+        room = max(1, (GAME_ID_MAX - len(f"{number}--vs--{pair}")) // 2)
+        game_id = f"{number}-{slugs[0][:room]}-vs-{slugs[1][:room]}-{pair}"
+    return game_id
 
 
 __all__ = ["SEED_BITS", "GameSpec", "Plan", "gauntlet_schedule", "iter_schedule", "match_schedule",

@@ -118,3 +118,12 @@ def test_completed_games_are_left_out_without_renumbering() -> None:
     rest = schedule(config(games=2), completed=done)
     assert rest == [s for s in specs if s.game_id not in done]
     assert rest[0].index == 1
+
+
+def test_game_ids_of_the_longest_names_fit_the_protocol_and_short_ones_are_unchanged() -> None:
+    """Two 64-character names made 140-character ids; the protocol's game_id has at most 128."""
+    long_names = ("a" * 64, "b" * 64, "a" * 63 + "c")
+    specs = schedule(Plan(long_names, 200, 1, ()))
+    assert max(len(s.game_id) for s in specs) <= 128
+    assert len({s.game_id for s in specs}) == len(specs)
+    assert schedule(config(2))[0].game_id == "0000-alpha-vs-bravo-p0"
