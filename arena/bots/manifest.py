@@ -14,7 +14,7 @@ interpreter, so Python bots can import the SDK (``arena.sdk``) and the engine.
 
 :meth:`Manifest.load` is the one parser of a bot.toml (tournament configs, check-bot,
 submit, play, the pools): the keys are checked by ``arena/schemas/manifest.json``, the
-name by :mod:`arena.untrusted`.
+name, the command's words and the build command by :mod:`arena.untrusted`.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
 from arena.resources import package_path
-from arena.schemas import load_schema, problem
+from arena.schemas import got, load_schema, problem
 from arena.schemas import problems as schema_problems
-from arena.untrusted import remove_tree, shown, walk
+from arena.untrusted import ARGUMENT_RULE, is_argument, remove_tree, shown, walk
 
 if TYPE_CHECKING:
     from arena.launch.launcher import Launcher
@@ -106,6 +106,7 @@ class Manifest:
                                         f"{shown(raw_command)} ({exc})"))
         elif isinstance(raw_command, list):
             command = tuple(raw_command)
+        problems += _argument_problems(data)
         if problems:
             raise ManifestError(path, problems)
         return cls(folder, data["name"], command, data.get("protocol", "zmq"), data.get("build"),
@@ -130,6 +131,19 @@ class Manifest:
         elif "/" in words[0] and not Path(words[0]).is_absolute():
             words[0] = str(self.folder / words[0])
         return words
+
+
+def _argument_problems(data: dict[str, object]) -> list[str]:
+    """The keys whose text becomes a command line (``command``, ``build``) holding what no
+    command line can (:func:`arena.untrusted.is_argument`): refused here, at load, rather
+    than by ``Popen`` when the bot starts."""
+    found = []
+    for key, what in (("command", "words"), ("build", "a shell command")):
+        value = data.get(key)
+        texts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        if not all(is_argument(text) for text in texts if isinstance(text, str)):
+            found.append(problem(key, f"{what} with {ARGUMENT_RULE}", got(value)))
+    return found
 
 
 MANIFEST_MAX_BYTES = 1 << 20
