@@ -382,6 +382,15 @@ def _meant_as_bot(given: _Given, folder: Path) -> bool:
     return False
 
 
+def _is_utf8(path: Path) -> bool:
+    """Whether ``path`` is valid UTF-8 (a name that is not decodes to lone surrogates)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
     """Expand folders of bot folders (sorted), read each bot.toml, check names are unique."""
     expected = f"bot folders (each holding a {MANIFEST}) or folders of bot folders"
@@ -401,6 +410,8 @@ def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
         expanded.extend(p.resolve() for p in inner)
     entrants = []
     for folder in expanded:
+        if not _is_utf8(folder):  # its results (the entrants table, games.jsonl) hold the path
+            raise given.error(expected, f"{got(str(folder))}: its path is not valid UTF-8; rename it")
         manifest = Manifest.load(folder)
         entrants.append(Entrant(manifest.name, folder, manifest.description))
     seen: dict[str, Path] = {}
