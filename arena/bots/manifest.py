@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import select
 import shlex
 import shutil
@@ -36,7 +37,7 @@ from arena.errors import BotStartError, ConfigError
 from arena.resources import package_path
 from arena.schemas import got, load_schema, problem
 from arena.schemas import problems as schema_problems
-from arena.untrusted import ARGUMENT_RULE, is_argument, remove_tree, shown, walk
+from arena.untrusted import ARGUMENT_RULE, cap, for_terminal, is_argument, remove_tree, shown, walk
 
 if TYPE_CHECKING:
     from arena.launch.launcher import Launcher
@@ -51,7 +52,7 @@ BUILD_NOTICE_EVERY_S = 30.0  # ... and another one this often, until it ends
 BUILD_LOG_CAP_BYTES = 64 << 10  # of a build's output, kept in memory and in its log
 _AFTER_EXIT_S = 1.0  # output still read after the build command exits
 _GIST_LINES = 3
-_GIST_LINE_CHARS = 400
+_GIST_LINE_CHARS = 300
 
 
 class ManifestError(ConfigError):
@@ -181,8 +182,9 @@ def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | N
 
     Either way the output is read as it comes and at most ``log_cap_bytes`` of it is kept
     (its beginning and its end) and written to ``log``; a build still running after
-    ``timeout_s`` is killed with everything it started. Raises BotStartError with the exit
-    status and the last lines of output (and the last ``error`` line) on failure.
+    ``timeout_s`` is killed with everything it started. Raises BotStartError on failure: a
+    first line with the exit status and the log, then the last lines of output (and the
+    first ``error`` line) as indented lines of their own (see :func:`_gist`).
     """
     if not manifest.build:
         return manifest
@@ -262,12 +264,12 @@ class _Capture:
 
 
 def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path | None,
-               timeout_s: float, cap: int) -> None:
-    what = f"bot {manifest.name}: build command {manifest.build!r}"
+               timeout_s: float, cap_bytes: int) -> None:
+    what = f"bot {manifest.name}: build command {shown(manifest.build, 120)}"
     # One stream, in order: the shell sends its stderr where its stdout goes.
     argv = ["sh", "-c", f"exec 2>&1; {manifest.build}"]
     proc = launcher.start(argv, cwd=folder, env=launcher.build_environment(), pipes=True)
-    capture = _Capture(cap)
+    capture = _Capture(cap_bytes)
     timed_out = False
     notice = _BuildNotice(manifest.name, timeout_s, log)
     try:
@@ -306,10 +308,9 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
         log.write_text(output + "\n", encoding="utf-8")
     where = f" (log: {log})" if log is not None else ""
     if timed_out:
-        raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}: "
-                            f"{_gist(output)}")
+        raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}{_gist(output)}")
     if code != 0:
-        raise BotStartError(f"{what} failed with {status}{where}: {_gist(output)}")
+        raise BotStartError(f"{what} failed with {status}{where}{_gist(output)}")
 
 
 class _BuildNotice:
@@ -334,14 +335,22 @@ class _BuildNotice:
         sys.stderr.flush()
 
 
+_ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
+
+
 def _gist(output: str) -> str:
-    """The last lines of a build's output, and before them the last line that reports an
-    error if it is not among them (a compiler's ``error:`` line comes before its context)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    """What a build failure shows of its output, after its first line: ``; it printed
+    nothing``, or ``; from its output:`` and then, as indented lines each escaped for a
+    terminal, the first line that reports an error (a compiler's first ``error:`` is the
+    cause; pip's ``ERROR:`` comes after pages of warnings) unless it is among the last
+    lines, then the last _GIST_LINES lines."""
+    # Leading spaces kept: a compiler's caret lines up under the source line it quotes.
+    lines = [line.expandtabs().rstrip() for line in output.splitlines() if line.strip()]
     if not lines:
-        return "(no output)"
+        return "; it printed nothing"
     last = lines[-_GIST_LINES:]
-    errors = [line for line in lines[:-_GIST_LINES] if "error" in line.lower()]
-    shown = ([errors[-1], "..."] if errors else []) + last
-    return " | ".join(line if len(line) <= _GIST_LINE_CHARS else line[:_GIST_LINE_CHARS] + "..."
-                      for line in shown)
+    first_error = next((line for line in lines[:-_GIST_LINES]
+                        if _ERROR_LINE.search(line) and not line.lower().startswith("warning")), None)
+    gist = ([first_error, "..."] if first_error is not None else []) + last
+    return "; from its output:" + "".join(f"\n  {for_terminal(cap(line, _GIST_LINE_CHARS), newlines=False)}"
+                                          for line in gist)
