@@ -10,7 +10,7 @@ game = "patchwork"                   # or "stack-n-stuff" (its components are un
 components = "my-tiles.json"         # stack-n-stuff only: your own component file (same schema)
 edition = "revised"                  # or "original" (patchwork); stack-n-stuff: "standard"
 seed = 1                             # every game seed is derived from it
-concurrency = 4                      # games played at once (default: the number of CPUs)
+concurrency = 4                      # games played at once (default: the CPUs this process may use)
 sandbox = "strict"                   # or "none": how bots are confined (see README, Sandbox)
 pondering = false                    # true: bots are not frozen between their moves (strict)
 out = "results/spring"
@@ -100,6 +100,16 @@ class Entrant:
         return {"name": self.name, "folder": str(self.folder), "description": self.description}
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (``taskset``, a container's cpuset), the default
+    concurrency: ``os.cpu_count()`` counts the machine's, so under ``taskset -c 0`` it
+    started two workers on one CPU."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class TournamentConfig:
     """What to play. Build it with :func:`load_config`; it is valid by construction there.
@@ -121,7 +131,7 @@ class TournamentConfig:
     game: str = "patchwork"
     components: dict | None = None  # a user's component table (stack-n-stuff), already validated
     seed: int = 1
-    concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
+    concurrency: int = field(default_factory=usable_cpus)
     sandbox: str = "strict"  # "strict" or "none"; not a result key: it does not change results
     pondering: bool = False  # True: strict-sandboxed bots are not frozen off their turn
     out: Path = Path("results/demo")
@@ -344,7 +354,7 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     return TournamentConfig(name=name, entrants=entrants, format=fmt, challengers=challengers,
                             games=games.value, edition=edition.value, game=game,
                             components=components, seed=value("seed", DEFAULTS["seed"]),
-                            concurrency=value("concurrency", min(os.cpu_count() or 1, MAX_CONCURRENCY)),
+                            concurrency=value("concurrency", min(usable_cpus(), MAX_CONCURRENCY)),
                             sandbox=value("sandbox", "strict"), pondering=value("pondering", False),
                             out=out, **time_control)
 
@@ -429,4 +439,4 @@ def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
 
 __all__ = ["DEFAULTS", "FORMATS", "KEYS", "MAX_CONCURRENCY", "MAX_SCHEDULED_GAMES", "MAX_TIME_MS",
            "RESULT_KEYS", "SEED_RANGE", "TIME_CONTROL_KEYS", "Entrant", "TournamentConfig", "load_config",
-           "sample_bots_dir"]
+           "sample_bots_dir", "usable_cpus"]
