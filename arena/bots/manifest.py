@@ -28,14 +28,13 @@ import shutil
 import stat
 import sys
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
 from arena.resources import package_path
-from arena.schemas import got, load_schema, problem
+from arena.schemas import got, load_schema, parse_toml, problem
 from arena.schemas import problems as schema_problems
 from arena.untrusted import ARGUMENT_RULE, cap, for_terminal, is_argument, remove_tree, shown, walk
 
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
 MANIFEST = "bot.toml"
 KEYS: tuple[str, ...] = tuple(load_schema("manifest")["properties"])
 """The keys of a bot.toml (arena/schemas/manifest.json gives their types)."""
+_PLAIN_TABLE = re.compile(r"[A-Za-z0-9_-]{1,40}", re.ASCII)
 PROTOCOLS: tuple[str, ...] = tuple(load_schema("manifest")["properties"]["protocol"]["enum"])
 BUILD_TIMEOUT_S = 300
 BUILD_NOTICE_AFTER_S = 10.0  # a build still running this long gets a line on stderr ...
@@ -87,15 +87,18 @@ class Manifest:
         if not folder.is_dir():
             raise ConfigError(f"{folder}: not a bot folder (no such directory)")
         try:
-            data = tomllib.loads(_read_manifest(path))
+            text = _read_manifest(path)
         except FileNotFoundError:
             raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST})") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
-            raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+        data = parse_toml(text, str(path))
+        table = next((key for key, value in data.items()
+                      if key not in KEYS and isinstance(value, dict) and set(value) & set(KEYS)), None)
+        if table is not None:  # [bot] name = ...: every key missing, and one unknown, said nothing useful
+            shown_table = table if _PLAIN_TABLE.fullmatch(table) else shown(table, 40)
+            raise ManifestError(path, [f"keys go at the top level of {MANIFEST}, not under [{shown_table}] "
+                                       "(remove that table line)"])
         problems = schema_problems(data, load_schema("manifest"))
         raw_command = data.get("command")
         command: tuple[str, ...] = ()

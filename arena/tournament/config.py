@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tomllib
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from arena.engine import EDITIONS
 from arena.engine.components import Ruleset, load_components, ruleset_for
 from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
-from arena.schemas import MISSING, check, got, load_schema, plain, problem
+from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem
 from arena.tournament.schedule import Plan
 
 Format = Literal["round-robin", "gauntlet"]
@@ -288,12 +287,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: no such config file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # the message ends with "(at line L, column C)"
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
-        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+    return parse_toml(text, str(path))
 
 
 def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
