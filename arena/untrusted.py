@@ -5,6 +5,8 @@ the files of its folder, the output of its build) is hostile until it has passed
 
 - :func:`check_name` enforces the name rule of protocol/PROTOCOL.md at manifest load, so
   every name that reaches a path, a table, a terminal or a plot is plain ASCII;
+- :func:`is_argument` tells whether a manifest's text can be a word of a command line or
+  a path (no NUL), so a bad command is refused at manifest load, not at ``Popen``;
 - :func:`valid_unicode` / :func:`clean_strings` replace lone UTF-16 surrogates (valid JSON
   escapes, but not encodable as UTF-8) where bot messages are decoded;
 - :func:`for_terminal` shows control characters, escape sequences and bidi overrides as
@@ -46,6 +48,17 @@ def check_name(value: object, where: str, key: str = "name") -> str:
         raise ConfigError(f"{where}: key '{key}': expected {NAME_RULE}, got {shown(value)}")
     assert isinstance(value, str)
     return value
+
+
+# ------------------------------------------------------------------ command lines
+ARGUMENT_RULE = "no NUL character (no command line or path can hold one)"
+
+
+def is_argument(text: str) -> bool:
+    """Whether ``text`` can be a word of a command line or a path (see :data:`ARGUMENT_RULE`):
+    the kernel ends each at its first NUL, so ``Popen`` refuses such a word (ValueError), and
+    a lone surrogate (which no TOML file yields) cannot be encoded at all."""
+    return "\0" not in text and _SURROGATE.search(text) is None
 
 
 # ------------------------------------------------------------------ free text
@@ -228,6 +241,7 @@ def refuse_symlinks(folder: Path, label: Path | str | None = None) -> None:
                           f"files in instead); found {listed}{more}")
 
 
-__all__ = ["NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings", "csv_cell", "csv_frame",
-           "file_name", "for_terminal", "inside", "is_valid_name", "may_hold_surrogates", "refuse_symlinks",
-           "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk"]
+__all__ = ["ARGUMENT_RULE", "NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings", "csv_cell",
+           "csv_frame", "file_name", "for_terminal", "inside", "is_argument", "is_valid_name",
+           "may_hold_surrogates", "refuse_symlinks", "remove_tree", "shown", "symlinks_in", "valid_unicode",
+           "walk"]

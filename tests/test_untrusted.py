@@ -129,6 +129,35 @@ def test_hostile_manifest_names_are_refused_at_load(tmp_path: Path, name: str) -
         assert unsafe_for_terminal(proc.stdout + proc.stderr) == []
 
 
+@pytest.mark.parametrize(("line", "key"), [('command = ["python", "bot.py\\u0000x"]', "command"),
+                                           ('command = "python bot.py\\u0000x"', "command"),
+                                           ('command = "python bot.py"\nbuild = "true\\u0000x"', "build")])
+def test_a_nul_in_a_command_or_a_build_is_refused_at_load(tmp_path: Path, line: str, key: str) -> None:
+    """A NUL passed the manifest, then Popen raised ValueError at every start: tracebacks in
+    check-bot and play, an `arena sprt` exit status of 1 (H0 accepted), and a tournament that
+    lost its worker 3 times and stopped. Now every command refuses the bot.toml at once."""
+    for name in ("ant", "nul"):
+        folder = tmp_path / "bots" / name
+        folder.mkdir(parents=True)
+        (folder / "bot.toml").write_text(f'name = "{name}"\n' + (line if name == "nul" else
+                                         'command = "python bot.py"'), encoding="utf-8")
+    nul = str(tmp_path / "bots" / "nul")
+    logs = ("--logs", str(tmp_path / "logs"))
+    for args, status in ((("check-bot", nul, *logs), 1),
+                         (("play", nul, RANDOM, "--sandbox", "none", *logs), 1),
+                         (("sprt", nul, RANDOM, "--sandbox", "none"), 3),
+                         (("run-tournament", "--bots", str(tmp_path / "bots"), "--sandbox", "none",
+                           "--out", str(tmp_path / "out")), 1)):
+        proc = arena(*args, timeout=60)
+        assert proc.returncode == status and "Traceback" not in proc.stderr, (args, proc.stderr)
+        problem = [line for line in (proc.stdout + proc.stderr).splitlines() if "bot.toml" in line]
+        assert len(problem) == 1, (args, proc.stdout + proc.stderr)
+        assert f"nul/bot.toml: key '{key}': expected " in problem[0], problem
+        assert "with no NUL character" in problem[0] and "\\x00x" in problem[0], problem
+        assert unsafe_for_terminal(proc.stdout + proc.stderr) == []
+    assert not (tmp_path / "out").exists()
+
+
 def test_submit_refuses_an_escaping_name_and_writes_nothing_outside(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.mkdir()

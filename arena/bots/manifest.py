@@ -14,29 +14,29 @@ interpreter, so Python bots can import the SDK (``arena.sdk``) and the engine.
 
 :meth:`Manifest.load` is the one parser of a bot.toml (tournament configs, check-bot,
 submit, play, the pools): the keys are checked by ``arena/schemas/manifest.json``, the
-name by :mod:`arena.untrusted`.
+name, the command's words and the build command by :mod:`arena.untrusted`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import select
 import shlex
 import shutil
 import stat
 import sys
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import BotStartError, ConfigError
 from arena.resources import package_path
-from arena.schemas import load_schema, problem
+from arena.schemas import got, load_schema, parse_toml, problem
 from arena.schemas import problems as schema_problems
-from arena.untrusted import remove_tree, shown, walk
+from arena.untrusted import ARGUMENT_RULE, cap, for_terminal, is_argument, remove_tree, shown, walk
 
 if TYPE_CHECKING:
     from arena.launch.launcher import Launcher
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 MANIFEST = "bot.toml"
 KEYS: tuple[str, ...] = tuple(load_schema("manifest")["properties"])
 """The keys of a bot.toml (arena/schemas/manifest.json gives their types)."""
+_PLAIN_TABLE = re.compile(r"[A-Za-z0-9_-]{1,40}", re.ASCII)
 PROTOCOLS: tuple[str, ...] = tuple(load_schema("manifest")["properties"]["protocol"]["enum"])
 BUILD_TIMEOUT_S = 300
 BUILD_NOTICE_AFTER_S = 10.0  # a build still running this long gets a line on stderr ...
@@ -51,7 +52,7 @@ BUILD_NOTICE_EVERY_S = 30.0  # ... and another one this often, until it ends
 BUILD_LOG_CAP_BYTES = 64 << 10  # of a build's output, kept in memory and in its log
 _AFTER_EXIT_S = 1.0  # output still read after the build command exits
 _GIST_LINES = 3
-_GIST_LINE_CHARS = 400
+_GIST_LINE_CHARS = 300
 
 
 class ManifestError(ConfigError):
@@ -86,15 +87,18 @@ class Manifest:
         if not folder.is_dir():
             raise ConfigError(f"{folder}: not a bot folder (no such directory)")
         try:
-            data = tomllib.loads(_read_manifest(path))
+            text = _read_manifest(path)
         except FileNotFoundError:
             raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST})") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
-            raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+        data = parse_toml(text, str(path))
+        table = next((key for key, value in data.items()
+                      if key not in KEYS and isinstance(value, dict) and set(value) & set(KEYS)), None)
+        if table is not None:  # [bot] name = ...: every key missing, and one unknown, said nothing useful
+            shown_table = table if _PLAIN_TABLE.fullmatch(table) else shown(table, 40)
+            raise ManifestError(path, [f"keys go at the top level of {MANIFEST}, not under [{shown_table}] "
+                                       "(remove that table line)"])
         problems = schema_problems(data, load_schema("manifest"))
         raw_command = data.get("command")
         command: tuple[str, ...] = ()
@@ -106,6 +110,7 @@ class Manifest:
                                         f"{shown(raw_command)} ({exc})"))
         elif isinstance(raw_command, list):
             command = tuple(raw_command)
+        problems += _argument_problems(data)
         if problems:
             raise ManifestError(path, problems)
         return cls(folder, data["name"], command, data.get("protocol", "zmq"), data.get("build"),
@@ -130,6 +135,19 @@ class Manifest:
         elif "/" in words[0] and not Path(words[0]).is_absolute():
             words[0] = str(self.folder / words[0])
         return words
+
+
+def _argument_problems(data: dict[str, object]) -> list[str]:
+    """The keys whose text becomes a command line (``command``, ``build``) holding what no
+    command line can (:func:`arena.untrusted.is_argument`): refused here, at load, rather
+    than by ``Popen`` when the bot starts."""
+    found = []
+    for key, what in (("command", "words"), ("build", "a shell command")):
+        value = data.get(key)
+        texts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        if not all(is_argument(text) for text in texts if isinstance(text, str)):
+            found.append(problem(key, f"{what} with {ARGUMENT_RULE}", got(value)))
+    return found
 
 
 MANIFEST_MAX_BYTES = 1 << 20
@@ -167,8 +185,9 @@ def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | N
 
     Either way the output is read as it comes and at most ``log_cap_bytes`` of it is kept
     (its beginning and its end) and written to ``log``; a build still running after
-    ``timeout_s`` is killed with everything it started. Raises BotStartError with the exit
-    status and the last lines of output (and the last ``error`` line) on failure.
+    ``timeout_s`` is killed with everything it started. Raises BotStartError on failure: a
+    first line with the exit status and the log, then the last lines of output (and the
+    first ``error`` line) as indented lines of their own (see :func:`_gist`).
     """
     if not manifest.build:
         return manifest
@@ -248,12 +267,12 @@ class _Capture:
 
 
 def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path | None,
-               timeout_s: float, cap: int) -> None:
-    what = f"bot {manifest.name}: build command {manifest.build!r}"
+               timeout_s: float, cap_bytes: int) -> None:
+    what = f"bot {manifest.name}: build command {shown(manifest.build, 120)}"
     # One stream, in order: the shell sends its stderr where its stdout goes.
     argv = ["sh", "-c", f"exec 2>&1; {manifest.build}"]
     proc = launcher.start(argv, cwd=folder, env=launcher.build_environment(), pipes=True)
-    capture = _Capture(cap)
+    capture = _Capture(cap_bytes)
     timed_out = False
     notice = _BuildNotice(manifest.name, timeout_s, log)
     try:
@@ -292,10 +311,9 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
         log.write_text(output + "\n", encoding="utf-8")
     where = f" (log: {log})" if log is not None else ""
     if timed_out:
-        raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}: "
-                            f"{_gist(output)}")
+        raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}{_gist(output)}")
     if code != 0:
-        raise BotStartError(f"{what} failed with {status}{where}: {_gist(output)}")
+        raise BotStartError(f"{what} failed with {status}{where}{_gist(output)}")
 
 
 class _BuildNotice:
@@ -320,14 +338,22 @@ class _BuildNotice:
         sys.stderr.flush()
 
 
+_ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
+
+
 def _gist(output: str) -> str:
-    """The last lines of a build's output, and before them the last line that reports an
-    error if it is not among them (a compiler's ``error:`` line comes before its context)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    """What a build failure shows of its output, after its first line: ``; it printed
+    nothing``, or ``; from its output:`` and then, as indented lines each escaped for a
+    terminal, the first line that reports an error (a compiler's first ``error:`` is the
+    cause; pip's ``ERROR:`` comes after pages of warnings) unless it is among the last
+    lines, then the last _GIST_LINES lines."""
+    # Leading spaces kept: a compiler's caret lines up under the source line it quotes.
+    lines = [line.expandtabs().rstrip() for line in output.splitlines() if line.strip()]
     if not lines:
-        return "(no output)"
+        return "; it printed nothing"
     last = lines[-_GIST_LINES:]
-    errors = [line for line in lines[:-_GIST_LINES] if "error" in line.lower()]
-    shown = ([errors[-1], "..."] if errors else []) + last
-    return " | ".join(line if len(line) <= _GIST_LINE_CHARS else line[:_GIST_LINE_CHARS] + "..."
-                      for line in shown)
+    first_error = next((line for line in lines[:-_GIST_LINES]
+                        if _ERROR_LINE.search(line) and not line.lower().startswith("warning")), None)
+    gist = ([first_error, "..."] if first_error is not None else []) + last
+    return "; from its output:" + "".join(f"\n  {for_terminal(cap(line, _GIST_LINE_CHARS), newlines=False)}"
+                                          for line in gist)

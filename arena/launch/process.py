@@ -178,7 +178,8 @@ class BotProcess:
         once if the start fails), ``max_processes`` is its RLIMIT_NPROC, and ``scratch`` is
         removed after the kill. A launcher (:mod:`arena.launch.launcher`) fills these in.
 
-        Raises BotStartError when the program cannot be started.
+        Raises BotStartError when the program cannot be started (its cgroup and scratch
+        folder are removed first).
         """
         if not argv:
             raise BotStartError("cannot start a bot: empty command line")
@@ -202,7 +203,9 @@ class BotProcess:
                 stdout=subprocess.PIPE if pipes else err_target,
                 stderr=err_target, close_fds=True, pass_fds=tuple(pass_fds), start_new_session=True,
                 preexec_fn=_child_setup(limits, cgroup.procs_files if cgroup else (), max_processes))
-        except (OSError, subprocess.SubprocessError) as exc:
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            # ValueError: Popen refuses a word holding a NUL (or one it cannot encode). The
+            # manifest refuses such words at load; this keeps any other caller safe too.
             for fd in (read_fd, write_fd):
                 if fd >= 0:
                     os.close(fd)

@@ -34,6 +34,8 @@ MARKER_VAR = "ARENA_BOT_MARKER"
 _FREEZE_BUDGET_S = 1.0  # after this, kill what we found even if it is not all stopped yet
 _MOP_UP_BUDGET_S = 2.0  # keep killing stragglers (e.g. stuck in a syscall) for this long
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+# The machine's CPUs, not this process's affinity: cpu_over needs an upper bound on the CPU
+# time a bot can gain, and a bot may widen its own affinity (sched_setaffinity) past ours.
 _CPUS = os.cpu_count() or 1
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import tomllib
 from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
@@ -79,6 +80,31 @@ def problems(data: Any, schema: Mapping[str, Any], *, table: str = "table") -> l
             if text not in found:
                 found.append(text)
     return found
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column \d+\)$")
+_BARE_VALUE = re.compile(r"\s*[\w.\"' -]+=\s*[A-Za-z_./][\w./ -]*(#.*)?")  # key = bare words
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    """The TOML ``text`` of a file users write (a bot.toml, a tournament config): a leading
+    UTF-8 byte-order mark (which some editors write) is dropped. Raises ConfigError
+    ``SOURCE: not valid TOML: ...``, with a hint for a bare word as a value, the commonest
+    slip (``protocol = stdio``: "Invalid value" alone does not say that quotes are missing)."""
+    try:
+        data: dict[str, Any] = tomllib.loads(text.removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError as exc:  # the message ends with "(at line L, column C)"
+        message = str(exc)
+        at = _TOML_AT.search(message)
+        if message.startswith("Invalid value") and at is not None:
+            lines = text.removeprefix("\ufeff").splitlines()
+            number = int(at.group(1))
+            if number <= len(lines) and _BARE_VALUE.fullmatch(lines[number - 1]):
+                message += " (strings need quotes)"
+        raise ConfigError(f"{source}: not valid TOML: {message}") from None
+    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
+        raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
+    return data
 
 
 def check(data: Any, schema: Mapping[str, Any] | str, source: str, *, table: str = "table") -> None:
@@ -163,4 +189,5 @@ def expected(schema: Mapping[str, Any], table: str = "table") -> str:
     return _TYPE_TEXT.get(str(kind), "a valid value")
 
 
-__all__ = ["KINDS", "MISSING", "check", "expected", "got", "load_schema", "plain", "problem", "problems"]
+__all__ = ["KINDS", "MISSING", "check", "expected", "got", "load_schema", "parse_toml", "plain", "problem",
+           "problems"]

@@ -10,7 +10,7 @@ game = "patchwork"                   # or "stack-n-stuff" (its components are un
 components = "my-tiles.json"         # stack-n-stuff only: your own component file (same schema)
 edition = "revised"                  # or "original" (patchwork); stack-n-stuff: "standard"
 seed = 1                             # every game seed is derived from it
-concurrency = 4                      # games played at once (default: the number of CPUs)
+concurrency = 4                      # games played at once (default: the CPUs this process may use)
 sandbox = "strict"                   # or "none": how bots are confined (see README, Sandbox)
 pondering = false                    # true: bots are not frozen between their moves (strict)
 out = "results/spring"
@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tomllib
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from arena.engine import EDITIONS
 from arena.engine.components import Ruleset, load_components, ruleset_for
 from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
-from arena.schemas import MISSING, check, got, load_schema, plain, problem
+from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem
 from arena.tournament.schedule import Plan
 
 Format = Literal["round-robin", "gauntlet"]
@@ -100,6 +99,16 @@ class Entrant:
         return {"name": self.name, "folder": str(self.folder), "description": self.description}
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (``taskset``, a container's cpuset), the default
+    concurrency: ``os.cpu_count()`` counts the machine's, so under ``taskset -c 0`` it
+    started two workers on one CPU."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class TournamentConfig:
     """What to play. Build it with :func:`load_config`; it is valid by construction there.
@@ -121,7 +130,7 @@ class TournamentConfig:
     game: str = "patchwork"
     components: dict | None = None  # a user's component table (stack-n-stuff), already validated
     seed: int = 1
-    concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
+    concurrency: int = field(default_factory=usable_cpus)
     sandbox: str = "strict"  # "strict" or "none"; not a result key: it does not change results
     pondering: bool = False  # True: strict-sandboxed bots are not frozen off their turn
     out: Path = Path("results/demo")
@@ -278,12 +287,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: no such config file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # the message ends with "(at line L, column C)"
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
-        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+    return parse_toml(text, str(path))
 
 
 def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
@@ -344,7 +348,7 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     return TournamentConfig(name=name, entrants=entrants, format=fmt, challengers=challengers,
                             games=games.value, edition=edition.value, game=game,
                             components=components, seed=value("seed", DEFAULTS["seed"]),
-                            concurrency=value("concurrency", min(os.cpu_count() or 1, MAX_CONCURRENCY)),
+                            concurrency=value("concurrency", min(usable_cpus(), MAX_CONCURRENCY)),
                             sandbox=value("sandbox", "strict"), pondering=value("pondering", False),
                             out=out, **time_control)
 
@@ -382,6 +386,15 @@ def _meant_as_bot(given: _Given, folder: Path) -> bool:
     return False
 
 
+def _is_utf8(path: Path) -> bool:
+    """Whether ``path`` is valid UTF-8 (a name that is not decodes to lone surrogates)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
     """Expand folders of bot folders (sorted), read each bot.toml, check names are unique."""
     expected = f"bot folders (each holding a {MANIFEST}) or folders of bot folders"
@@ -401,6 +414,8 @@ def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
         expanded.extend(p.resolve() for p in inner)
     entrants = []
     for folder in expanded:
+        if not _is_utf8(folder):  # its results (the entrants table, games.jsonl) hold the path
+            raise given.error(expected, f"{got(str(folder))}: its path is not valid UTF-8; rename it")
         manifest = Manifest.load(folder)
         entrants.append(Entrant(manifest.name, folder, manifest.description))
     seen: dict[str, Path] = {}
@@ -418,4 +433,4 @@ def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
 
 __all__ = ["DEFAULTS", "FORMATS", "KEYS", "MAX_CONCURRENCY", "MAX_SCHEDULED_GAMES", "MAX_TIME_MS",
            "RESULT_KEYS", "SEED_RANGE", "TIME_CONTROL_KEYS", "Entrant", "TournamentConfig", "load_config",
-           "sample_bots_dir"]
+           "sample_bots_dir", "usable_cpus"]

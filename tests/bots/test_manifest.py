@@ -8,6 +8,8 @@ import pytest
 
 from arena.bots.manifest import Manifest, ManifestError
 from arena.errors import ConfigError
+from arena.tournament.config import load_config
+from tests.helpers import arena
 
 
 def bot(tmp_path: Path, text: str) -> Path:
@@ -63,3 +65,32 @@ def test_not_a_bot_folder(tmp_path: Path) -> None:
         Manifest.load(tmp_path)
     with pytest.raises(ConfigError, match=r"bot.toml: not valid TOML: .*line 1"):
         Manifest.load(bot(tmp_path, 'name = = "b"\n'))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('name = "b"\ncommand = "python bot.py"\nprotocol = stdio\n',
+     "bot.toml: not valid TOML: Invalid value (at line 3, column 12) (strings need quotes)"),
+    ('name = "b"\ncommand = python3 bot.py   # mine\n',
+     "bot.toml: not valid TOML: Invalid value (at line 2, column 11) (strings need quotes)"),
+    ('[bot]\nname = "b"\ncommand = "python bot.py"\n',
+     "bot.toml: keys go at the top level of bot.toml, not under [bot] (remove that table line)"),
+])
+def test_common_slips_in_a_bot_toml_are_named(tmp_path: Path, text: str, message: str) -> None:
+    """A bare word as a value said only "Invalid value"; keys under [bot] gave every key
+    missing and one unknown."""
+    proc = arena("check-bot", str(bot(tmp_path, text)), "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("  - ")]
+    assert len(problems) == 1 and problems[0].endswith(message), problems
+
+
+def test_a_bot_toml_and_a_config_with_a_byte_order_mark_are_read(tmp_path: Path) -> None:
+    """Some editors save UTF-8 with a BOM: it was "Invalid statement (at line 1, column 1)"."""
+    folder = bot(tmp_path, "")
+    (folder / "bot.toml").write_bytes(b'\xef\xbb\xbfname = "b"\ncommand = "python bot.py"\n')
+    assert Manifest.load(folder).name == "b"
+    (tmp_path / "other").mkdir()
+    other = bot(tmp_path / "other", 'name = "c"\ncommand = "python bot.py"\n')
+    config = tmp_path / "t.toml"
+    config.write_bytes(f'\ufeffentrants = ["{folder}", "{other}"]\ngames = 4\n'.encode())
+    assert load_config(config).games == 4

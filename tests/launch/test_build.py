@@ -179,6 +179,28 @@ def test_flooding_build_is_capped_and_its_error_line_is_shown(tmp_path: Path) ->
     assert "bytes of build output left out" in text and text.rstrip().endswith("ctx4")
 
 
+def test_a_failed_build_is_one_line_then_the_useful_lines_of_its_output(tmp_path: Path) -> None:
+    """It was one line of up to ~1,000 characters joined with " | ". Now: the exit status and
+    the log on the first line, then the first error line (not a warning that merely holds
+    the word, as pip's retries do) and the last lines, each a line of its own, escaped."""
+    build_cmd = ("for i in 1 2 3 4 5 6; do echo \"WARNING: Retrying after NewConnectionError($i)\"; done; "
+                 "echo 'bot.c:9:3: error: expected ; before }'; echo '    9 |   x = 1'; "
+                 "echo '      |        ^'; printf 'ERROR: late \\033[31mred\\033[0m\\n'; "
+                 "echo ctx2; echo ctx3; exit 2")
+    source = write_bot(tmp_path / "broken", "broken", ["./bot"], build=build_cmd).folder
+    logs = tmp_path / "logs"
+    proc = arena("check-bot", str(source), "--sandbox", "none", "--logs", str(logs))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.splitlines()
+    first = next(i for i, line in enumerate(lines) if "build command" in line)
+    log = logs / "broken.build.log"
+    assert lines[first].endswith(f"failed with exit code 2 (log: {log}); from its output:"), lines
+    assert lines[first + 1:first + 6] == ["        bot.c:9:3: error: expected ; before }", "        ...",
+                                          "        ERROR: late \\x1b[31mred\\x1b[0m", "        ctx2",
+                                          "        ctx3"], lines
+    assert not any("Retrying" in line for line in lines[first + 1:])
+
+
 @pytest.mark.parametrize("level", ["none", pytest.param("strict", marks=needs_strict)])
 def test_build_past_its_time_limit_is_stopped_with_everything_it_started(tmp_path: Path,
                                                                         level: str) -> None:

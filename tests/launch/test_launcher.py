@@ -16,6 +16,7 @@ import pytest
 import arena
 from arena.errors import BotStartError, ConfigError
 from arena.launch.bubblewrap import UID_BASE, SandboxLimits
+from arena.launch.cgroup import detect
 from arena.launch.launcher import LEVELS, BubblewrapLauncher, Launcher, UnconfinedLauncher
 from arena.launch.process import ResourceLimits
 from tests.helpers import needs_strict
@@ -122,6 +123,16 @@ def test_a_failed_start_leaves_no_private_home(tmp_path: Path) -> None:
     assert set(Path("/tmp").glob("arena-nosuch-*")) == before
 
 
+def test_a_word_holding_a_nul_is_a_start_failure(tmp_path: Path) -> None:
+    """Popen raises ValueError for it (the manifest refuses one at load; this is for any
+    other caller): a BotStartError like a missing program, not an exception that escapes."""
+    before = set(Path("/tmp").glob("arena-nul-*"))
+    with pytest.raises(BotStartError, match="embedded null byte"):
+        UnconfinedLauncher().start_bot([sys.executable, "bot.py\0x"], folder=bot_folder(tmp_path),
+                                       name="nul", stderr_log=tmp_path / "log")
+    assert set(Path("/tmp").glob("arena-nul-*")) == before
+
+
 # ---------------------------------------------------------------- level strict
 @needs_strict
 def test_strict_claims_a_uid_per_bot_until_released() -> None:
@@ -165,6 +176,23 @@ def test_strict_reports_the_bots_signal_not_bwraps_exit_status(tmp_path: Path) -
             assert bot.describe_exit() == "exit code 3"
         finally:
             bot.kill_tree()
+    finally:
+        launcher.release()
+
+
+@needs_strict
+def test_strict_removes_the_cgroup_of_a_bot_that_cannot_start(tmp_path: Path) -> None:
+    """A start failure at Popen (here a NUL in a word: ValueError) leaves no cgroup behind."""
+    def our_groups() -> set[Path]:
+        return {group for h in detect().hierarchies for group in h.parent.glob(f"arena-{os.getpid()}-*")}
+
+    launcher = Launcher.for_level("strict").claim()
+    try:
+        before = our_groups()
+        with pytest.raises(BotStartError, match="embedded null byte"):
+            launcher.start_bot(py("pass") + ["x\0y"], folder=bot_folder(tmp_path), name="nul",
+                               stderr_log=tmp_path / "log")
+        assert our_groups() == before
     finally:
         launcher.release()
 

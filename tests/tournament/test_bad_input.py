@@ -3,6 +3,7 @@ damaged results database is reported and left exactly as it was."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import sqlite3
@@ -162,6 +163,25 @@ def test_counts_too_large_to_schedule_are_refused_before_anything_starts(tmp_pat
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0] == f"Error: command line: {message}", lines
     assert not out.exists()
+
+
+def test_a_bot_folder_whose_name_is_not_utf8_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """Such a path cannot be stored in the results (it crashed with a UnicodeEncodeError in
+    save_config): one line naming the folder, escaped, and nothing written."""
+    bots = tmp_path / "bots"
+    make_bot(bots / "ant")
+    bad = os.fsdecode(os.fsencode(bots) + b"/bad\xff")
+    Path(bad).mkdir()
+    (Path(bad) / "bot.toml").write_text('name = "bad"\ncommand = "python bot.py"\n')
+    out = tmp_path / "out"
+    for args in (["--bots", str(bots)], ["--bots", bad, "--bots", str(bots / "ant")]):
+        proc = arena("run-tournament", *args, "--sandbox", "none", "--out", str(out))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert lines == ["Error: command line: key 'entrants': expected bot folders (each holding a "
+                         f"bot.toml) or folders of bot folders, got '{bots}/bad\\udcff': its path is not "
+                         "valid UTF-8; rename it"], lines
+        assert not out.exists()
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [

@@ -71,6 +71,18 @@ def test_round_robin_plays_every_pairing_in_seat_swapped_pairs(tmp_path: Path) -
     assert again.returncode == 0 and "0 games played now, 12 were already stored" in again.stdout
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs to tell them apart")
+def test_the_default_concurrency_is_the_cpus_the_command_may_use(tmp_path: Path) -> None:
+    """Under `taskset -c N` it was os.cpu_count(): two workers on one CPU."""
+    one_cpu = min(os.sched_getaffinity(0))
+    args = ["--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"), "--games", "2",
+            "--sandbox", "none", "--out", str(tmp_path / "out")]
+    proc = subprocess.run([*ARENA_ARGV, "run-tournament", *args], capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {one_cpu}))
+    assert proc.returncode == 0, proc.stderr
+    assert "round-robin, 2 games per pairing, concurrency 1;" in proc.stdout, proc.stdout
+
+
 @pytest.mark.slow
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     args = ["run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
