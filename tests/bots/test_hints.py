@@ -177,6 +177,17 @@ def test_stale_replies_are_warned_about(tmp_path: Path) -> None:
     assert re.search(r"warning: \d+ stale replies: the bot answered a request it had already", out), out
 
 
+QUICK = ("--time-per-move", "200", "--bank-ms", "200", "--first-move-ms", "200")  # timeouts in 0.4 s
+
+
+def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) -> None:
+    """It answered, with an old seq: the report says so, not just "did not answer"."""
+    code, out = check_bot(newcomer(tmp_path, "stale_seq.py"), *QUICK)
+    assert code == 1 and "did not answer" in out, out
+    assert re.search(r"it sent 1 reply with seq (\d+) while request (\d+) was waiting \(stale: dropped\): "
+                     "each reply must carry the seq of the request it answers", out), out
+
+
 @pytest.mark.parametrize("command", ["play", "check-bot"])
 def test_trace_prints_every_message_both_ways(tmp_path: Path, command: str) -> None:
     bot = newcomer(tmp_path, "stdio_bot.py")
