@@ -18,7 +18,7 @@ from typing import Any
 from arena.bots.manifest import Manifest
 from arena.channel.session import BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
-from arena.errors import BotStartError, BotTerminatedError, MalformedMessageError
+from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.launch.process import BotProcess
 from arena.protocol import messages
@@ -247,6 +247,14 @@ class BotHandle:
                         "newline and flush your stdout after each message")
             return ("it wrote nothing on stdout: flush your stdout after each message "
                     "(print(..., flush=True), fflush(stdout), System.out.flush())")
+        if (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
+                and isinstance(self.channel, StdioChannel) and not self._computing()):
+            if self.channel.partial_line().strip():
+                return ("it wrote part of a line and no newline after the move_request: end each "
+                        "message with a newline and flush stdout after it")
+            return ("it wrote nothing on stdout after the move_request and was not computing: "
+                    "flush stdout after every message, and read stdin line by line (not to end "
+                    "of file)")
         if starting and not stdio and (self._no_hello or exited_0):
             return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
                     "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
@@ -259,6 +267,12 @@ class BotHandle:
             return ("one message per line: write each message as one line of JSON (no "
                     "pretty-printing, no newlines inside a message)")
         return ""
+
+    def _computing(self) -> bool:
+        """A process of the running bot is on a CPU or waiting for one (state R): it is
+        thinking, not waiting for input. Read from /proc, for a hint only."""
+        return self.process is not None and any(
+            stat.state == "R" for stat in self.process.tree.scan().values())
 
     def kill(self) -> None:
         """Kill the whole process tree now (idempotent); the next start is a fresh process."""

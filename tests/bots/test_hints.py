@@ -188,6 +188,29 @@ def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) ->
                      "each reply must carry the seq of the request it answers", out), out
 
 
+SILENT_MOVE = "it wrote nothing on stdout after the move_request and was not computing: flush stdout " \
+    "after every message, and read stdin line by line (not to end of file)"
+
+
+@pytest.mark.parametrize(("script", "hint"), [
+    ("unflushed_move.py", SILENT_MOVE), ("read_to_eof.py", SILENT_MOVE),
+    ("move_no_newline.py", "it wrote part of a line and no newline after the move_request: end each "
+                           "message with a newline and flush stdout after it"),
+    ("thinks_forever.py", None)])
+def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str | None) -> None:
+    """A move that never reached the referee: the report says why (not for a bot that computes),
+    and check-bot counts the move that timed out."""
+    code, out = check_bot(newcomer(tmp_path, script), *QUICK)
+    assert code == 1 and "did not answer" in out, out
+    if hint is None:
+        assert "hint:" not in out, out
+    else:
+        assert re.search(r"did not answer: its limit was 200 ms plus 200 ms left in its bank, and the "
+                         r"referee gave up after \d+ ms - hint: " + re.escape(hint), out), out
+    assert "0 moves, then its move 1 timed out" in out, out
+    assert "slowest first move: timed out (limit 200 ms)" in out, out
+
+
 @pytest.mark.parametrize("command", ["play", "check-bot"])
 def test_trace_prints_every_message_both_ways(tmp_path: Path, command: str) -> None:
     bot = newcomer(tmp_path, "stdio_bot.py")
