@@ -132,9 +132,9 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 f"the bot exited between games ({exits[0]}) and had to be started again "
                 f"{len(exits)} time(s): a bot must play many games, one after another, until the "
                 "referee sends shutdown")
-        took = [("timed out" if timed_out[i] else f"{slowest[i]:.0f} ms") for i in (0, 1)]
-        report.lines.append(f"slowest first move: {took[0]} (limit {tc.first_move_ms} ms); "
-                            f"slowest other move: {took[1]} (limit {tc.per_move_ms} ms)")
+        worst = [("timed out" if timed_out[i] else f"{slowest[i]:.0f} ms") for i in (0, 1)]
+        report.lines.append(f"slowest first move: {worst[0]} (limit {tc.first_move_ms} ms); "
+                            f"slowest other move: {worst[1]} (limit {tc.per_move_ms} ms)")
         if over:
             took, limit = max(over, key=lambda move: move[0] - move[1])
             report.problems.append(f"{len(over)} move(s) over their limit, drawing on the bank: "
