@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import arena, misbehaving_bot, write_bot
+from tests.helpers import arena, misbehaving_bot, needs_strict, write_bot
 
 NEWCOMER = Path(__file__).parents[1] / "programs" / "newcomer"
 
@@ -108,6 +108,69 @@ def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path) -> 
     code, out = check_bot(folder)
     assert code == 1 and "cannot start 'stdio_bot.py'" in out, out
     assert 'write "./stdio_bot.py" in bot.toml' in out, out
+
+
+def script_bot(tmp_path: Path, shebang: bytes, mode: int, *, newline: bytes = b"\n") -> Path:
+    """stdio_bot.py run as ``./stdio_bot.py``: with this #! line (b"": none), file mode and
+    line ending."""
+    folder = newcomer(tmp_path, "stdio_bot.py", command=["./stdio_bot.py"], name="script")
+    script = folder / "stdio_bot.py"
+    script.write_bytes((shebang + script.read_bytes()).replace(b"\n", newline))
+    script.chmod(mode)
+    return folder
+
+
+PROGRAM_CASES = {  # the program the command runs, and what the hint says
+    "not executable": (b"#!/usr/bin/env python3\n", 0o644, b"\n",
+                       './stdio_bot.py is not executable: chmod +x it, or run it with its interpreter: '
+                       'command = ["python3", "stdio_bot.py"]'),
+    "no #! line": (b"", 0o755, b"\n", "./stdio_bot.py has no #! line: add one, e.g. #!/usr/bin/env python3"),
+    "CRLF": (b"#!/usr/bin/env python3\n", 0o755, b"\r\n",
+             "./stdio_bot.py has Windows (CRLF) line endings, so its #! line ends in a carriage return: "
+             "convert it (dos2unix ./stdio_bot.py)"),
+}
+
+
+def program_case(tmp_path: Path, case: str, *args: str) -> None:
+    shebang, mode, newline, hint = PROGRAM_CASES[case]
+    code, out = check_bot(script_bot(tmp_path, shebang, mode, newline=newline), *args)
+    assert code == 1 and "start: bot script:" in out, out
+    assert f" - hint: {hint}" in out, out
+
+
+@pytest.mark.parametrize("case", PROGRAM_CASES)
+def test_a_program_that_cannot_run(tmp_path: Path, case: str) -> None:
+    program_case(tmp_path, case)
+
+
+@needs_strict
+def test_a_program_that_cannot_run_in_the_sandbox(tmp_path: Path) -> None:
+    """The same mistakes under --sandbox strict (errors of setpriv or /bin/sh in the log),
+    and a command naming a file outside the bot's folder, which the sandbox hides."""
+    for case in PROGRAM_CASES:
+        program_case(tmp_path / case.replace(" ", "-").replace("#!", "shebang"), case, "--sandbox", "strict")
+    elsewhere = newcomer(tmp_path / "elsewhere", "stdio_bot.py")
+    folder = newcomer(tmp_path, "stdio_bot.py", command=["python", str(elsewhere / "stdio_bot.py")],
+                      name="outside")
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "No such file or directory" in out, out
+    hidden = elsewhere / "stdio_bot.py"
+    assert (f"hint: under the sandbox only the bot's own folder is visible, not {hidden}: use a path "
+            "inside it") in out, out
+    code, out = check_bot(folder)  # without the sandbox it runs
+    assert code == 0, out
+
+
+def test_zeromq_code_in_a_stdio_bot_and_a_req_socket(tmp_path: Path) -> None:
+    code, out = check_bot(newcomer(tmp_path, "zmq_bot.py", name="zmq-as-stdio"))
+    assert code == 1 and "KeyError: 'ARENA_TOKEN'" in out, out
+    assert ("hint: its log names ARENA_TOKEN or ARENA_ENDPOINT, which only a ZeroMQ bot is given: a ZeroMQ "
+            'bot needs protocol = "zmq" in its bot.toml') in out, out
+    code, out = check_bot(newcomer(tmp_path, "zmq_bot.py", "req", protocol="zmq", name="req"))
+    assert code == 1 and "a multipart message (2 frames, the first empty)" in out, out
+    assert "hint: use a DEALER socket, not REQ" in out, out
+    code, out = check_bot(newcomer(tmp_path, "zmq_bot.py", protocol="zmq", name="dealer"))
+    assert code == 0, out
 
 
 def test_every_manifest_problem_at_once(tmp_path: Path) -> None:
