@@ -277,7 +277,7 @@ class BotHandle:
                 return ("it wrote part of a line and no newline: end each message with a "
                         "newline and flush your stdout after each message")
             return ("it wrote nothing on stdout: flush your stdout after each message "
-                    "(print(..., flush=True), fflush(stdout), System.out.flush())")
+                    "(print(..., flush=True), fflush(stdout), System.out.flush())" + self._slow_start())
         if (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
                 and isinstance(self.channel, StdioChannel) and not self._computing()):
             if self.channel.partial_line().strip():
@@ -289,7 +289,7 @@ class BotHandle:
         if starting and not stdio and (self._no_hello or exited_0):
             return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
                     "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
-                    "protocol = \"stdio\" in its bot.toml")
+                    "protocol = \"stdio\" in its bot.toml" + (self._slow_start() if self._no_hello else ""))
         if exited_0 and self.hello:
             return ("it exited by itself: a bot must play many games, one after another, until "
                     "the referee sends shutdown")
@@ -298,6 +298,14 @@ class BotHandle:
             return ("one message per line: write each message as one line of JSON (no "
                     "pretty-printing, no newlines inside a message)")
         return ""
+
+    def _slow_start(self) -> str:
+        """After no hello: the rest of the hint when the bot may be loading still (it runs,
+        and it wrote to its log), else ""."""
+        if not (self.is_running() and self.log_tail(1)):
+            return ""
+        return (f"; or it is still starting: say hello first, then load (the start limit is "
+                f"{self._start_timeout_s:g} s; the Python SDK's run(setup=...) does this)")
 
     def _program_hint(self, error: BaseException) -> str:
         """The hint for a start that failed because of the program the command names: outside

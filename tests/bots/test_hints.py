@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import arena, misbehaving_bot, needs_strict, write_bot
+from tests.helpers import arena, arena_patched, misbehaving_bot, needs_strict, write_bot
 
 NEWCOMER = Path(__file__).parents[1] / "programs" / "newcomer"
 
@@ -59,6 +59,20 @@ def test_no_hello_hints_name_the_cause(tmp_path: Path) -> None:
     assert log is not None and Path(log.group(1)).is_file(), out3
     assert '"type": "hello"' in Path(log.group(1)).read_text()
     assert "lines of its log" in out3 and '"type": "hello"' in out3, out3
+
+
+def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
+    """A bot that loads before its hello (and says so on stderr) may be slow, not unflushed:
+    the hint says both (the start limit shrunk to 2 s)."""
+    folder = newcomer(tmp_path, "slow_start.py", "10")
+    proc = arena_patched("from arena.bots.session import BotHandle\n"
+                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0",
+                         "check-bot", str(folder), "--games", "1", "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
+            "fflush(stdout), System.out.flush()); or it is still starting: say hello first, then load "
+            "(the start limit is 2 s; the Python SDK's run(setup=...) does this)") in out, out
 
 
 def test_dealer_without_identity_is_told_to_set_it(tmp_path: Path) -> None:
