@@ -315,8 +315,7 @@ class BotHandle:
         if isinstance(self.launcher, BubblewrapLauncher):
             sandbox = self.launcher.sandbox
             for word in words:
-                if (word.startswith("/") and os.path.exists(word)
-                        and not sandbox.shows(Path(word), folder=folder)):
+                if word.startswith("/") and not sandbox.shows(word, folder=folder):
                     return (f"under the sandbox only the bot's own folder is visible, not {word}: "
                             "use a path inside it")
         if "/" not in words[0] or not _within((folder / words[0]).resolve(), folder):
