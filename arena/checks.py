@@ -12,7 +12,7 @@ from arena.bots.manifest import Manifest, ManifestError
 from arena.bots.pool import sample_bots_dir, unique_labels
 from arena.bots.session import START_TIMEOUT_S
 from arena.clock import TimeControl, move_limits_ms
-from arena.engine import Ruleset
+from arena.engine import Ruleset, Termination
 from arena.errors import ArenaError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult, failure_detail, termination_for
@@ -96,6 +96,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                                    f"{SLOW_START_S:g} s; the referee gives up after "
                                    f"{START_TIMEOUT_S:g} s)")
         slowest = [0.0, 0.0]  # the bot's slowest first move of a game, and other move
+        timed_out = [False, False]  # a first move, another move timed out (not in the record)
         over: list[tuple[float, int]] = []  # moves over their limit: ms, limit
         stale = 0
 
@@ -112,8 +113,13 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 if took > limit:
                     over.append((took, limit))
             stale += result.stale_replies  # all the bot's: the opponent (random) sends none
+            late = result.termination is Termination.TIMEOUT and result.loser is not None \
+                and seats[result.loser] == 0
+            if late:
+                timed_out[len(mine) > 0] = True
             report.lines.append(f"game {number} (seat {seats.index(0)}): "
                                 f"{outcome_text(result, seats)}, {len(mine)} moves"
+                                + (f", then its move {len(mine) + 1} timed out" if late else "")
                                 + (", normal" if result.loser is None else ""))
             if result.loser is not None and seats[result.loser] == 0:
                 report.problems.append(f"game {number}: {result.termination.value}: {result.detail}")
@@ -126,8 +132,9 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 f"the bot exited between games ({exits[0]}) and had to be started again "
                 f"{len(exits)} time(s): a bot must play many games, one after another, until the "
                 "referee sends shutdown")
-        report.lines.append(f"slowest first move: {slowest[0]:.0f} ms (limit {tc.first_move_ms} ms); "
-                            f"slowest other move: {slowest[1]:.0f} ms (limit {tc.per_move_ms} ms)")
+        worst = [("timed out" if timed_out[i] else f"{slowest[i]:.0f} ms") for i in (0, 1)]
+        report.lines.append(f"slowest first move: {worst[0]} (limit {tc.first_move_ms} ms); "
+                            f"slowest other move: {worst[1]} (limit {tc.per_move_ms} ms)")
         if over:
             took, limit = max(over, key=lambda move: move[0] - move[1])
             report.problems.append(f"{len(over)} move(s) over their limit, drawing on the bank: "

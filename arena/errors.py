@@ -64,4 +64,9 @@ class BotTerminatedError(BotError):
 
 
 class BotTimeoutError(BotError):
-    """A bot that did not answer in time (the message gives the overrun)."""
+    """A bot that did not answer in time (the message gives the overrun). ``silent``: no
+    message at all came from it while the request waited (a hint may say why)."""
+
+    def __init__(self, message: str, *, silent: bool = False) -> None:
+        super().__init__(message)
+        self.silent = silent

@@ -379,13 +379,15 @@ def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, ba
     is called at ``park_at`` (at once if that has passed), unless the reply comes first."""
     deadline = sent + (limit_ms + bank_ms) / 1000.0
     stale = 0
+    stale_seqs: set[int] | None = None  # what the stale replies carried (said if the bot times out)
     while True:
         now = clock()
         remaining = deadline - now
         if remaining <= 0:
             raise _Forfeit(seat, BotTimeoutError(
                 f"{bot.name} did not answer: its limit was {limit_ms} ms plus {bank_ms:.0f} ms left "
-                f"in its bank, and the referee gave up after {(clock() - sent) * 1000:.0f} ms"))
+                f"in its bank, and the referee gave up after {(clock() - sent) * 1000:.0f} ms"
+                + _stale_note(stale, stale_seqs, seq), silent=not stale))
         wait = remaining
         if park is not None:
             if now >= park_at:
@@ -405,6 +407,8 @@ def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, ba
                 return message, stale
             if message["seq"] < seq:
                 stale += 1
+                stale_seqs = stale_seqs or set()
+                stale_seqs.add(message["seq"])
                 if stale > MAX_STALE_REPLIES:
                     raise _Forfeit(seat, ProtocolViolationError(
                         f"{bot.name} flooded the referee with more than {MAX_STALE_REPLIES} "
@@ -420,6 +424,17 @@ def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, ba
                 f"{bot.name} gave up: {message.get('message', '')[:200]}"))
         raise _Forfeit(seat, ProtocolViolationError(
             f"{bot.name} sent {kind!r} while a move was expected"))
+
+
+def _stale_note(stale: int, seqs: set[int] | None, seq: int) -> str:
+    """What a bot that timed out sent instead of its answer: replies carrying an old seq."""
+    if not stale or not seqs:
+        return ""
+    shown_seqs = sorted(seqs)
+    listed = ", ".join(map(str, shown_seqs[:5])) + (", ..." if len(shown_seqs) > 5 else "")
+    return (f"; it sent {stale} repl{'y' if stale == 1 else 'ies'} with seq {listed} while request "
+            f"{seq} was waiting (stale: dropped): each reply must carry the seq of the request it "
+            "answers")
 
 
 def _short(value: Any, limit: int = 200) -> str:

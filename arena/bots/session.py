@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,8 +20,8 @@ from typing import Any
 from arena.bots.manifest import Manifest
 from arena.channel.session import BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
-from arena.errors import BotStartError, BotTerminatedError, MalformedMessageError
-from arena.launch.launcher import Launcher, UnconfinedLauncher
+from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
+from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
 from arena.launch.process import BotProcess
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
@@ -45,6 +47,24 @@ _LOG_LINE_CHARS = 300
 _SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "exec", "eval"})
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
 _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
+_ZMQ_VARIABLE = re.compile(r"\bARENA_(TOKEN|ENDPOINT)\b")
+# Interpreters by file extension, for a script without a #! line.
+_INTERPRETERS = {".py": "python3", ".sh": "bash", ".js": "node", ".rb": "ruby", ".pl": "perl"}
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _interpreter(first_line: bytes, script: str) -> str:
+    """The interpreter a script names in its #! line (``#!/usr/bin/env python3``: python3),
+    else the usual one for its extension, else a placeholder."""
+    words = first_line[2:].decode("ascii", "replace").split() if first_line.startswith(b"#!") else []
+    if words and Path(words[0]).name == "env" and len(words) == 2:
+        return words[1]
+    if len(words) == 1:
+        return Path(words[0]).name
+    return _INTERPRETERS.get(Path(script).suffix, "<interpreter>")
 
 
 class BotHandle:
@@ -233,6 +253,12 @@ class BotHandle:
                     f"write \"./{words[0]}\" in bot.toml")
         stdio = self.manifest.protocol == "stdio"
         starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
+        program = self._program_hint(error) if starting else ""
+        if program:
+            return program
+        if isinstance(error, MalformedMessageError) and not stdio and "frames, the first empty" in str(error):
+            return ("use a DEALER socket, not REQ (a REQ socket puts an empty frame before each "
+                    "message)")
         exited_0 = isinstance(error, BotTerminatedError) and "exit code 0" in str(error)
         hello_in_log = starting and any(_HELLO_LINE.search(line) for line in self.log_tail(200))
         if hello_in_log and not stdio:
@@ -241,16 +267,29 @@ class BotHandle:
                     "protocol = \"stdio\" in its bot.toml")
         if hello_in_log:
             return "its hello went to its log (stderr): write messages to stdout"
+        if (starting and stdio and isinstance(error, BotTerminatedError)
+                and any(_ZMQ_VARIABLE.search(line) for line in self.log_tail())):
+            return ("its log names ARENA_TOKEN or ARENA_ENDPOINT, which only a ZeroMQ bot is given: "
+                    "a ZeroMQ bot needs protocol = \"zmq\" in its bot.toml (a stdio bot speaks JSON "
+                    "lines on stdin/stdout)")
         if starting and stdio and self._no_hello and isinstance(self.channel, StdioChannel):
             if self.channel.partial_line().strip():
                 return ("it wrote part of a line and no newline: end each message with a "
                         "newline and flush your stdout after each message")
             return ("it wrote nothing on stdout: flush your stdout after each message "
-                    "(print(..., flush=True), fflush(stdout), System.out.flush())")
+                    "(print(..., flush=True), fflush(stdout), System.out.flush())" + self._slow_start())
+        if (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
+                and isinstance(self.channel, StdioChannel) and not self._computing()):
+            if self.channel.partial_line().strip():
+                return ("it wrote part of a line and no newline after the move_request: end each "
+                        "message with a newline and flush stdout after it")
+            return ("it wrote nothing on stdout after the move_request and was not computing: "
+                    "flush stdout after every message, and read stdin line by line (not to end "
+                    "of file)")
         if starting and not stdio and (self._no_hello or exited_0):
             return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
                     "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
-                    "protocol = \"stdio\" in its bot.toml")
+                    "protocol = \"stdio\" in its bot.toml" + (self._slow_start() if self._no_hello else ""))
         if exited_0 and self.hello:
             return ("it exited by itself: a bot must play many games, one after another, until "
                     "the referee sends shutdown")
@@ -259,6 +298,61 @@ class BotHandle:
             return ("one message per line: write each message as one line of JSON (no "
                     "pretty-printing, no newlines inside a message)")
         return ""
+
+    def _slow_start(self) -> str:
+        """After no hello: the rest of the hint when the bot may be loading still (it runs,
+        and it wrote to its log), else ""."""
+        if not (self.is_running() and self.log_tail(1)):
+            return ""
+        return (f"; or it is still starting: say hello first, then load (the start limit is "
+                f"{self._start_timeout_s:g} s; the Python SDK's run(setup=...) does this)")
+
+    def _program_hint(self, error: BaseException) -> str:
+        """The hint for a start that failed because of the program the command names: outside
+        the sandbox's view, not executable, without its #! line, or with Windows line endings."""
+        words = self.manifest.command
+        folder = self.manifest.folder.resolve()
+        if isinstance(self.launcher, BubblewrapLauncher):
+            sandbox = self.launcher.sandbox
+            for word in words:
+                if word.startswith("/") and not sandbox.shows(word, folder=folder):
+                    return (f"under the sandbox only the bot's own folder is visible, not {word}: "
+                            "use a path inside it")
+        if "/" not in words[0] or not _within((folder / words[0]).resolve(), folder):
+            return ""
+        try:  # the bot's own file: a FIFO must not block us (O_NONBLOCK)
+            fd = os.open(folder / words[0], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                info = os.fstat(fd)
+                head = os.read(fd, 256) if stat.S_ISREG(info.st_mode) else b""
+            finally:
+                os.close(fd)
+        except OSError:
+            return ""
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        first_line = head.split(b"\n", 1)[0]
+        if head.startswith(b"#!") and first_line.endswith(b"\r"):
+            return (f"{words[0]} has Windows (CRLF) line endings, so its #! line ends in a carriage "
+                    f"return: convert it (dos2unix {words[0]})")
+        if not info.st_mode & 0o111:
+            interpreter = _interpreter(first_line, words[0])
+            return (f"{words[0]} is not executable: chmod +x it, or run it with its interpreter: "
+                    f"command = [\"{interpreter}\", \"{words[0].removeprefix('./')}\"]")
+        # Without a #! line the kernel cannot run it (Exec format error), and under the sandbox
+        # setpriv hands it to /bin/sh instead, whose errors begin with the script's path.
+        sh_said = f"{self.manifest.argv()[0]}: "
+        if (not head.startswith((b"#!", b"\x7fELF")) and any(
+                "Exec format error" in line or line.startswith(sh_said)
+                for line in [str(error), *self.log_tail(5)])):
+            return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
+        return ""
+
+    def _computing(self) -> bool:
+        """A process of the running bot is on a CPU or waiting for one (state R): it is
+        thinking, not waiting for input. Read from /proc, for a hint only."""
+        return self.process is not None and any(
+            stat.state == "R" for stat in self.process.tree.scan().values())
 
     def kill(self) -> None:
         """Kill the whole process tree now (idempotent); the next start is a fresh process."""

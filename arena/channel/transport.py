@@ -568,8 +568,10 @@ class BridgeFramer:
                 f"bot {name}: more than one connection to its endpoint (connect one DEALER, "
                 "once, and keep it open)")
         if kind == zmq_bridge.MULTIPART:
+            count, _, shape = payload.partition(b" ")
+            first = ", the first empty" if shape == b"empty-first" else ""
             return MalformedMessageError(
-                f"bot {name}: a multipart message ({payload.decode('ascii', 'replace')} frames); "
+                f"bot {name}: a multipart message ({count.decode('ascii', 'replace')} frames{first}); "
                 "send each message as one frame")
         if kind == zmq_bridge.OVERSIZE:
             if payload.isdigit():

@@ -42,7 +42,7 @@ FRAME_HEADER = struct.Struct(">cI")
 MESSAGE = b"M"
 FOREIGN_IDENTITY = b"I"  # payload: the identity (first 64 bytes)
 SECOND_CONNECTION = b"C"
-MULTIPART = b"P"  # payload: the number of frames, ASCII
+MULTIPART = b"P"  # payload: the number of frames, ASCII, then " empty-first" if the first is empty
 OVERSIZE = b"O"  # payload: the size in ASCII, or empty when libzmq dropped it unseen
 DROPPED = b"D"  # the bot's connection closed while its process runs
 UNREACHABLE = b"U"  # the referee sent a message and no bot is connected
@@ -171,8 +171,8 @@ class Bridge:
                 return
             if frames[0] != self.token:
                 self.fatal(FOREIGN_IDENTITY, frames[0][:64])
-            elif len(frames) != 2:
-                self.emit(MULTIPART, str(len(frames) - 1).encode())
+            elif len(frames) != 2:  # an empty first frame: a REQ socket's envelope
+                self.emit(MULTIPART, f"{len(frames) - 1}{'' if frames[1] else ' empty-first'}".encode())
             elif len(frames[1]) > self.max_bytes:  # libzmq enforces it; belt and braces
                 self.emit(OVERSIZE, str(len(frames[1])).encode())
             else:

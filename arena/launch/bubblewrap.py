@@ -122,6 +122,15 @@ class Sandbox:
         if not (isinstance(self.uid, int) and self.uid > 0):
             raise ConfigError(f"sandbox uid must be a positive integer (not root), got {self.uid!r}")
 
+    def shows(self, path: str, *, folder: Path) -> bool:
+        """Whether the absolute ``path`` lies under a folder bound into the sandbox of a bot
+        running in ``folder`` (a hint's question: /tmp and /dev/shm inside are private ones).
+        Decided on the path's text: the host's file system is not asked."""
+        where = Path(os.path.normpath(path))
+        bound = [Path("/usr"), Path("/etc"), Path("/proc"), Path("/dev"), Path(folder).resolve(),
+                 *(Path("/") / name for name in _SYSTEM_DIRS), *self.exposed]
+        return any(_within(where, place) for place in bound)
+
     def command(self, argv: Sequence[str], *, folder: Path, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs ``argv`` confined, in ``folder`` (read-only unless
         ``writable_folder``), under

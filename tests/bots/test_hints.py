@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import arena, misbehaving_bot, write_bot
+from tests.helpers import arena, arena_patched, misbehaving_bot, needs_strict, write_bot
 
 NEWCOMER = Path(__file__).parents[1] / "programs" / "newcomer"
 
@@ -59,6 +59,20 @@ def test_no_hello_hints_name_the_cause(tmp_path: Path) -> None:
     assert log is not None and Path(log.group(1)).is_file(), out3
     assert '"type": "hello"' in Path(log.group(1)).read_text()
     assert "lines of its log" in out3 and '"type": "hello"' in out3, out3
+
+
+def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
+    """A bot that loads before its hello (and says so on stderr) may be slow, not unflushed:
+    the hint says both (the start limit shrunk to 2 s)."""
+    folder = newcomer(tmp_path, "slow_start.py", "10")
+    proc = arena_patched("from arena.bots.session import BotHandle\n"
+                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0",
+                         "check-bot", str(folder), "--games", "1", "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
+            "fflush(stdout), System.out.flush()); or it is still starting: say hello first, then load "
+            "(the start limit is 2 s; the Python SDK's run(setup=...) does this)") in out, out
 
 
 def test_dealer_without_identity_is_told_to_set_it(tmp_path: Path) -> None:
@@ -108,6 +122,69 @@ def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path) -> 
     code, out = check_bot(folder)
     assert code == 1 and "cannot start 'stdio_bot.py'" in out, out
     assert 'write "./stdio_bot.py" in bot.toml' in out, out
+
+
+def script_bot(tmp_path: Path, shebang: bytes, mode: int, *, newline: bytes = b"\n") -> Path:
+    """stdio_bot.py run as ``./stdio_bot.py``: with this #! line (b"": none), file mode and
+    line ending."""
+    folder = newcomer(tmp_path, "stdio_bot.py", command=["./stdio_bot.py"], name="script")
+    script = folder / "stdio_bot.py"
+    script.write_bytes((shebang + script.read_bytes()).replace(b"\n", newline))
+    script.chmod(mode)
+    return folder
+
+
+PROGRAM_CASES = {  # the program the command runs, and what the hint says
+    "not executable": (b"#!/usr/bin/env python3\n", 0o644, b"\n",
+                       './stdio_bot.py is not executable: chmod +x it, or run it with its interpreter: '
+                       'command = ["python3", "stdio_bot.py"]'),
+    "no #! line": (b"", 0o755, b"\n", "./stdio_bot.py has no #! line: add one, e.g. #!/usr/bin/env python3"),
+    "CRLF": (b"#!/usr/bin/env python3\n", 0o755, b"\r\n",
+             "./stdio_bot.py has Windows (CRLF) line endings, so its #! line ends in a carriage return: "
+             "convert it (dos2unix ./stdio_bot.py)"),
+}
+
+
+def program_case(tmp_path: Path, case: str, *args: str) -> None:
+    shebang, mode, newline, hint = PROGRAM_CASES[case]
+    code, out = check_bot(script_bot(tmp_path, shebang, mode, newline=newline), *args)
+    assert code == 1 and "start: bot script:" in out, out
+    assert f" - hint: {hint}" in out, out
+
+
+@pytest.mark.parametrize("case", PROGRAM_CASES)
+def test_a_program_that_cannot_run(tmp_path: Path, case: str) -> None:
+    program_case(tmp_path, case)
+
+
+@needs_strict
+def test_a_program_that_cannot_run_in_the_sandbox(tmp_path: Path) -> None:
+    """The same mistakes under --sandbox strict (errors of setpriv or /bin/sh in the log),
+    and a command naming a file outside the bot's folder, which the sandbox hides."""
+    for case in PROGRAM_CASES:
+        program_case(tmp_path / case.replace(" ", "-").replace("#!", "shebang"), case, "--sandbox", "strict")
+    elsewhere = newcomer(tmp_path / "elsewhere", "stdio_bot.py")
+    folder = newcomer(tmp_path, "stdio_bot.py", command=["python", str(elsewhere / "stdio_bot.py")],
+                      name="outside")
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "No such file or directory" in out, out
+    hidden = elsewhere / "stdio_bot.py"
+    assert (f"hint: under the sandbox only the bot's own folder is visible, not {hidden}: use a path "
+            "inside it") in out, out
+    code, out = check_bot(folder)  # without the sandbox it runs
+    assert code == 0, out
+
+
+def test_zeromq_code_in_a_stdio_bot_and_a_req_socket(tmp_path: Path) -> None:
+    code, out = check_bot(newcomer(tmp_path, "zmq_bot.py", name="zmq-as-stdio"))
+    assert code == 1 and "KeyError: 'ARENA_TOKEN'" in out, out
+    assert ("hint: its log names ARENA_TOKEN or ARENA_ENDPOINT, which only a ZeroMQ bot is given: a ZeroMQ "
+            'bot needs protocol = "zmq" in its bot.toml') in out, out
+    code, out = check_bot(newcomer(tmp_path, "zmq_bot.py", "req", protocol="zmq", name="req"))
+    assert code == 1 and "a multipart message (2 frames, the first empty)" in out, out
+    assert "hint: use a DEALER socket, not REQ" in out, out
+    code, out = check_bot(newcomer(tmp_path, "zmq_bot.py", protocol="zmq", name="dealer"))
+    assert code == 0, out
 
 
 def test_every_manifest_problem_at_once(tmp_path: Path) -> None:
@@ -175,6 +252,40 @@ def test_stale_replies_are_warned_about(tmp_path: Path) -> None:
     code, out = check_bot(bot.folder)
     assert code == 0, out
     assert re.search(r"warning: \d+ stale replies: the bot answered a request it had already", out), out
+
+
+QUICK = ("--time-per-move", "200", "--bank-ms", "200", "--first-move-ms", "200")  # timeouts in 0.4 s
+
+
+def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) -> None:
+    """It answered, with an old seq: the report says so, not just "did not answer"."""
+    code, out = check_bot(newcomer(tmp_path, "stale_seq.py"), *QUICK)
+    assert code == 1 and "did not answer" in out, out
+    assert re.search(r"it sent 1 reply with seq (\d+) while request (\d+) was waiting \(stale: dropped\): "
+                     "each reply must carry the seq of the request it answers", out), out
+
+
+SILENT_MOVE = "it wrote nothing on stdout after the move_request and was not computing: flush stdout " \
+    "after every message, and read stdin line by line (not to end of file)"
+
+
+@pytest.mark.parametrize(("script", "hint"), [
+    ("unflushed_move.py", SILENT_MOVE), ("read_to_eof.py", SILENT_MOVE),
+    ("move_no_newline.py", "it wrote part of a line and no newline after the move_request: end each "
+                           "message with a newline and flush stdout after it"),
+    ("thinks_forever.py", None)])
+def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str | None) -> None:
+    """A move that never reached the referee: the report says why (not for a bot that computes),
+    and check-bot counts the move that timed out."""
+    code, out = check_bot(newcomer(tmp_path, script), *QUICK)
+    assert code == 1 and "did not answer" in out, out
+    if hint is None:
+        assert "hint:" not in out, out
+    else:
+        assert re.search(r"did not answer: its limit was 200 ms plus 200 ms left in its bank, and the "
+                         r"referee gave up after \d+ ms - hint: " + re.escape(hint), out), out
+    assert "0 moves, then its move 1 timed out" in out, out
+    assert "slowest first move: timed out (limit 200 ms)" in out, out
 
 
 @pytest.mark.parametrize("command", ["play", "check-bot"])
