@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.bots.manifest import Manifest, ManifestError
+from arena.bots.manifest import MANIFEST, Manifest, ManifestError
 from arena.bots.pool import sample_bots_dir, unique_labels
 from arena.bots.session import START_TIMEOUT_S
 from arena.clock import TimeControl, move_limits_ms
@@ -51,6 +51,11 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     to ``log_dir``, or to a new temporary folder that is kept (``report.log`` names the
     bot's log)."""
     report = ConformanceReport()
+    if submitting:
+        refused = links_refused(bot)
+        if refused:
+            report.problems.append(refused)
+            return report
     try:
         manifest = Manifest.load(bot)
     except ManifestError as exc:
@@ -59,12 +64,6 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     except ArenaError as exc:
         report.problems.append(str(exc))
         return report
-    if submitting:
-        try:
-            refuse_symlinks(manifest.folder)
-        except ArenaError as exc:
-            report.problems.append(str(exc))
-            return report
     report.lines.append(f"manifest: name {manifest.name!r}, protocol {manifest.protocol}, "
                         f"command {' '.join(manifest.command)!r}")
     opponent = Manifest.load(sample_bots_dir() / "random")
@@ -154,6 +153,34 @@ SUBMIT_MAX_BYTES = 1 << 30  # a bot folder handed in: its files' total (apparent
 SUBMIT_MAX_FILES = 100_000
 
 
+def links_refused(bot: Path) -> str | None:
+    """Why submit refuses the folder ``bot`` before reading anything in it, or None: the
+    folder or its bot.toml is a symbolic link, bot.toml is not a regular file, or a link is
+    inside. Submit runs as root on a stranger's folder: a bot.toml linked to a root-only
+    file was read and parsed, and the refusal quoted its keys and values."""
+    label = str(bot)
+    try:
+        folder = os.lstat(bot)
+        if stat.S_ISLNK(folder.st_mode):
+            return f"{label} is a symbolic link: submit takes the bot's folder itself"
+        if not stat.S_ISDIR(folder.st_mode):
+            return None  # Manifest.load says what is wrong
+        info = os.lstat(bot / MANIFEST)
+    except FileNotFoundError:
+        return None  # no folder, or no bot.toml: Manifest.load says which
+    except OSError as exc:
+        return f"{label}: cannot read: {exc.strerror or exc}"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{label}: {MANIFEST} is a symbolic link: submit takes plain files only"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{label}: {MANIFEST} is not a regular file: submit takes plain files only"
+    try:
+        refuse_symlinks(bot, label)
+    except ArenaError as exc:
+        return str(exc)
+    return None
+
+
 def _too_big(folder: Path) -> str | None:
     """Why a folder is too big to be handed in (copied, built, packed for Dask), or None.
     Apparent sizes: a sparse file of 100 GB is copied as 100 GB of zeros."""
@@ -197,6 +224,9 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     import tempfile
     from datetime import UTC, datetime
 
+    refused = links_refused(bot)  # before anything in the folder is read
+    if refused:
+        return Submission(ConformanceReport(problems=[refused]))
     try:
         manifest = Manifest.load(bot)
     except ArenaError as exc:
