@@ -38,6 +38,41 @@ class ArenaGroup(click.Group):
             raise click.ClickException(one_line(exc)) from None
 
 
+class VerdictCommand(click.Command):
+    """A command whose exit statuses 0, 1 and 2 are verdicts (sprt): anything else that ends
+    it is exit status ERROR_STATUS with one line on stderr. A usage error (click's status 2
+    would read as "max-games reached"), an ArenaError or OSError (1 would read as "H0
+    accepted") and an unexpected exception (a traceback, also 1) included; Ctrl-C is 130."""
+
+    ERROR_STATUS = 3
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            raise SystemExit(self.ERROR_STATUS) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except click.ClickException as exc:
+            exc.show()
+            raise SystemExit(self.ERROR_STATUS) from None
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted: no verdict", err=True)
+            raise SystemExit(130) from None
+        except (ArenaError, OSError) as exc:
+            message = one_line(exc)
+        except Exception as exc:  # a bug of ours: still one line, and never a verdict's status
+            message = for_terminal(f"unexpected error ({type(exc).__name__}): {exc}", newlines=False)
+        click.echo(f"Error: {message}", err=True)
+        raise SystemExit(self.ERROR_STATUS)
+
+
 def one_line(error: ArenaError | OSError) -> str:
     """What the user reads of an error, safe for a terminal: "FILE: what went wrong" for an
     OSError, the message of an ArenaError."""
@@ -579,7 +614,7 @@ def ratings(results: Path, csv_path: Path | None) -> None:
         click.echo(f"table written to {csv_path}")
 
 
-@main.command()
+@main.command(cls=VerdictCommand)
 @click.argument("new", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("old", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: NEW is elo0 stronger.")
@@ -608,7 +643,8 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
     Exit status: 0 when H1 is accepted, 1 when H0 is accepted, 2 when max-games ran out,
-    3 on an error (a bot that cannot be built or started, a bad path): then no verdict.
+    3 on any error (a bot that cannot be built or started, an invalid bot.toml, a bad path or
+    option): then no verdict.
     """
     from arena.clock import TimeControl
     from arena.tournament.sequential import run_sprt
@@ -622,17 +658,14 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"(pairs 0/1/2 wins: {state.pairs[0]}/{state.pairs[1]}/{state.pairs[2]}) "
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
-    try:
-        _output_paths(out, logs)
-        click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
-                   f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
-        state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
-                         launcher=_launcher(sandbox), ruleset=_ruleset(game, edition, components_file),
-                         time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
-                         on_pair=report, concurrency=concurrency)
-    except (ArenaError, OSError) as exc:  # exit 1 means "H0 accepted" here: an error is 3
-        click.echo(f"Error: {one_line(exc)}", err=True)
-        raise SystemExit(3) from None
+    # Errors (exit status 3, no verdict) are VerdictCommand's: exit 1 means "H0 accepted" here.
+    _output_paths(out, logs)
+    click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
+               f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
+    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
+                     launcher=_launcher(sandbox), ruleset=_ruleset(game, edition, components_file),
+                     time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
+                     on_pair=report, concurrency=concurrency)
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",
                "accept H0": f"H0 accepted: {new.name} is not stronger by {elo1:g} elo",

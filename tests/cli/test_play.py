@@ -123,6 +123,33 @@ def test_sprt_gives_no_verdict_when_a_bot_cannot_start(tmp_path: Path, broken_si
     assert "accepted" not in proc.stdout and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("how", ["invalid manifest", "bad elo", "unknown option", "unexpected exception"])
+def test_sprt_exits_3_without_a_verdict_on_any_error(tmp_path: Path, how: str) -> None:
+    # Exit 1 means "H0 accepted" and 2 "max-games reached": an SPRT parameter error (exit 1),
+    # a usage error (2) and an unexpected exception (a traceback, 1) used to look like verdicts.
+    good = str(sample_bots_dir() / "random")
+    invalid = tmp_path / "invalid"
+    invalid.mkdir()
+    (invalid / "bot.toml").write_text('name = 42\ncommand = "python bot.py"\n')
+    args = {"invalid manifest": [good, str(invalid)], "bad elo": [good, good, "--elo1", "-5"],
+            "unknown option": [good, good, "--bogus"], "unexpected exception": [good, good]}[how]
+    setup = """
+        import arena.tournament.sequential as sequential
+        def broken(*args, **kwargs):
+            raise RuntimeError("a bug\\nof ours")
+        sequential.run_sprt = broken
+    """ if how == "unexpected exception" else ""
+    proc = arena_patched(setup, "sprt", *args, "--max-games", "4", "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "accepted" not in proc.stdout and "games " not in proc.stdout
+    error = proc.stderr.strip().splitlines()[-1]
+    expected = {"invalid manifest": f"Error: {invalid}/bot.toml: key 'name': expected 1 to 64 characters",
+                "bad elo": "Error: SPRT: elo1 must be greater than elo0, got elo0=0.0, elo1=-5.0",
+                "unknown option": "Error: No such option '--bogus'.",
+                "unexpected exception": "Error: unexpected error (RuntimeError): a bug\\x0aof ours"}[how]
+    assert error.startswith(expected), error
+
+
 def test_sprt_that_loses_a_game_with_its_workers_says_it_does_not_resume(tmp_path: Path) -> None:
     # The killer (stdio, unsandboxed) SIGKILLs its parent, the worker, at its third move.
     killer = misbehaving_bot(tmp_path / "killer", "kill_referee", "SIGKILL", name="killer", stdio=True).folder
@@ -163,7 +190,7 @@ def test_an_out_file_that_names_a_folder_is_refused_in_one_line(tmp_path: Path, 
     target = f"{tmp_path / 'new'}{ending}" if ending else "."
     args = ["2"] if command == "random-games" else [folder, folder, "--logs", str(tmp_path / "logs")]
     proc = arena(command, *args, "--out", target, cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == (3 if command == "sprt" else 1), proc.stdout + proc.stderr
     shown = target if target.endswith("/") else target + "/"
     assert proc.stderr.strip() == (f"Error: --out {target}: names a folder; --out names "
                                    f"a file (such as {shown}games.jsonl)"), proc.stderr
