@@ -319,13 +319,20 @@ def _start_trace(trace: bool) -> None:
         wire.addHandler(_TraceHandler())
 
 
-def _echo_detail(detail: str, first: str) -> None:
+def _echo_detail(detail: str, first: str, *, indent: str = "    ", err: bool = False) -> None:
     """``first`` (a line ending with the detail's first line), then the rest of the detail
-    (a failing bot's log tail) indented, all safe for a terminal."""
+    (a failing bot's log tail) indented, each line made safe for a terminal on its own."""
     lines = detail.split("\n")
-    click.echo(for_terminal(first + lines[0], newlines=False))
+    click.echo(for_terminal(first + lines[0], newlines=False), err=err)
     for line in lines[1:]:
-        click.echo("    " + for_terminal(line, newlines=False))
+        click.echo(indent + for_terminal(line, newlines=False), err=err)
+
+
+def _echo_problems(problems: list[str]) -> None:
+    """The problems of check-bot and submit on stderr: "  - " and the first line of each,
+    the rest (a log tail) indented under it."""
+    for problem in problems:
+        _echo_detail(problem, "  - ", indent="      ", err=True)
 
 
 _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and between games "
@@ -437,11 +444,7 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
         click.echo(f"warning: {for_terminal(warning, newlines=False)}", err=True)
     if report.problems:
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
-        for problem in report.problems:
-            first, *rest = problem.split("\n")
-            click.echo(f"  - {for_terminal(first, newlines=False)}", err=True)
-            for line in rest:
-                click.echo(f"      {for_terminal(line, newlines=False)}", err=True)
+        _echo_problems(report.problems)
         if report.log is not None:
             click.echo(f"the bot's log is kept: {report.log}", err=True)
         raise SystemExit(1)
@@ -698,8 +701,7 @@ def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -
     if done.installed is None:
         click.echo(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} problem(s):",
                    err=True)
-        for problem in report.problems:
-            click.echo(f"  - {for_terminal(problem, newlines=False)}", err=True)
+        _echo_problems(report.problems)
         raise SystemExit(1)
     if done.previous is not None:
         click.echo(f"replaced: the previous version is kept in {done.previous}")

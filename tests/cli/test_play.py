@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,45 @@ def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None
     proc = arena("check-bot", str(bad), "--games", "2")
     assert proc.returncode == 1
     assert "FAIL" in proc.stderr and "schema" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def sdk_bot(folder: Path, name: str, body: str) -> Path:
+    """A Python SDK bot named ``name``: ``body`` (dedented) defines choose and, if it likes,
+    on_game_over, which run() is given."""
+    folder.mkdir(parents=True)
+    (folder / "bot.py").write_text("import os, sys\nfrom arena.sdk import run\n" + textwrap.dedent(body)
+                                   + f"\nrun(choose, name={name!r}, "
+                                   "on_game_over=globals().get('on_game_over'))\n")
+    (folder / "bot.toml").write_text(f'name = "{name}"\ncommand = "python bot.py"\nprotocol = "stdio"\n')
+    return folder
+
+
+CRASH_AT_THIRD_MOVE = """
+    moves = 0
+    def choose(state, legal_moves, clock):
+        global moves
+        moves += 1
+        print(f"got {moves} moves", file=sys.stderr, flush=True)
+        if moves == 3:
+            os._exit(1)
+        return legal_moves[0]
+"""
+
+
+def test_submit_prints_a_problem_s_log_tail_on_lines_of_their_own(tmp_path: Path) -> None:
+    # Submit printed the detail on one line, its newlines shown as \x0a.
+    bot = sdk_bot(tmp_path / "crashy", "crashy", CRASH_AT_THIRD_MOVE)
+    proc = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                 "--games", "2")
+    assert proc.returncode == 1 and "REFUSED" in proc.stderr, proc.stdout + proc.stderr
+    assert "\\x0a" not in proc.stderr, proc.stderr
+    refused = [line for line in proc.stderr.splitlines() if line.startswith("  ")]
+    assert refused[0].startswith("  - game 1: crash: bot crashy: exit code 1"), refused
+    assert refused[1].startswith("      the last 3 lines of its log "), refused
+    assert refused[2:4] == ["        got 1 moves", "        got 2 moves"], refused
+    check = arena("check-bot", str(bot), "--games", "2")  # the same printer, but for the log's path
+    failed = [line for line in check.stderr.splitlines() if line.startswith("  ")]
+    assert [line.split(" /")[0] for line in failed] == [line.split(" /")[0] for line in refused], check.stderr
 
 
 @pytest.mark.slow
