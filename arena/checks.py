@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -10,12 +11,12 @@ from pathlib import Path
 
 from arena.bots.manifest import MANIFEST, Manifest, ManifestError
 from arena.bots.pool import sample_bots_dir, unique_labels
-from arena.bots.session import START_TIMEOUT_S
+from arena.bots.session import START_TIMEOUT_S, BotHandle
 from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
-from arena.errors import ArenaError
+from arena.errors import ArenaError, BotTerminatedError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
-from arena.referee import GameResult, failure_detail, termination_for
+from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
 from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
@@ -39,6 +40,28 @@ def outcome_text(result: GameResult, seats: tuple[int, int], me: int = 0) -> str
         mine = seats.index(me)
         return f"{'won' if won else 'lost'} {result.scores[mine]} : {result.scores[1 - mine]}"
     return f"{'won' if won else 'lost'} by {result.termination.value}"
+
+
+ENDED_BY_HARNESS = (-signal.SIGKILL, -signal.SIGTERM)  # a bot still running after shutdown's grace
+
+
+def after_last_game(handle: BotHandle) -> str | None:
+    """End the bot as a tournament does (shutdown, then a kill) and say, with its log tail,
+    if it had died after its last game_over or on shutdown (an exit status other than 0),
+    or None. Without this a bot that crashed reading game_over passed a 1-game check: only
+    the start of a next game noticed the crash."""
+    process = handle.process
+    if process is None:
+        return None
+    handle.close()
+    code = process.exit_code()
+    if code is None or code == 0 or code in ENDED_BY_HARNESS:
+        return None
+    error = BotTerminatedError(
+        f"after its last game the bot ended with {process.describe_exit()} (on game_over or "
+        "shutdown): a bot waits for the next new_game or for shutdown, and exits with status 0 on "
+        "shutdown")
+    return failure_detail(handle, error, Termination.CRASH)
 
 
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
@@ -97,9 +120,10 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         slowest = [0.0, 0.0]  # the bot's slowest first move of a game, and other move
         over: list[tuple[float, int]] = []  # moves over their limit: ms, limit
         stale = 0
+        last_lost_by_fault = False
 
         def judge(spec: GameSpec, result: GameResult) -> None:
-            nonlocal stale
+            nonlocal stale, last_lost_by_fault
             seats = lineup.seats(spec)
             number = spec.index + 1
             moves = result.record["moves"]
@@ -114,7 +138,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             report.lines.append(f"game {number} (seat {seats.index(0)}): "
                                 f"{outcome_text(result, seats)}, {len(mine)} moves"
                                 + (", normal" if result.loser is None else ""))
-            if result.loser is not None and seats[result.loser] == 0:
+            last_lost_by_fault = result.loser is not None and seats[result.loser] == 0
+            if last_lost_by_fault:
                 report.problems.append(f"game {number}: {result.termination.value}: {result.detail}")
 
         # Both seats on each seed (0, 0, 1, 1, ...), the bot in seat 0 first, as `arena play` plays.
@@ -125,6 +150,10 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 f"the bot exited between games ({exits[0]}) and had to be started again "
                 f"{len(exits)} time(s): a bot must play many games, one after another, until the "
                 "referee sends shutdown")
+        elif not last_lost_by_fault:  # its fault is reported already (and it may have been ended)
+            ended = after_last_game(pool.handles[0])
+            if ended:
+                report.problems.append(ended)
         report.lines.append(f"slowest first move: {slowest[0]:.0f} ms (limit {tc.first_move_ms} ms); "
                             f"slowest other move: {slowest[1]:.0f} ms (limit {tc.per_move_ms} ms)")
         if over:

@@ -110,6 +110,23 @@ def test_submit_prints_a_problem_s_log_tail_on_lines_of_their_own(tmp_path: Path
     assert [line.split(" /")[0] for line in failed] == [line.split(" /")[0] for line in refused], check.stderr
 
 
+def test_check_bot_fails_a_bot_that_crashes_on_its_last_game_over(tmp_path: Path) -> None:
+    # With --games 1 it passed: only the start of a next game noticed the crash.
+    bot = sdk_bot(tmp_path / "overbot", "overbot", """
+        def choose(state, legal_moves, clock):
+            return legal_moves[0]
+        def on_game_over(message):
+            message["no such key"]
+    """)
+    proc = arena("check-bot", str(bot), "--games", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("  - ")]
+    assert problems == ["  - after its last game the bot ended with exit code 1 (on game_over or shutdown): "
+                        "a bot waits for the next new_game or for shutdown, and exits with status 0 on "
+                        "shutdown"], proc.stderr
+    assert "KeyError: 'no such key'" in proc.stderr  # its log tail
+
+
 @pytest.mark.slow
 def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) -> None:
     entrants = tmp_path / "entrants"
