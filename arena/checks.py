@@ -6,6 +6,8 @@ import os
 import signal
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +44,25 @@ def outcome_text(result: GameResult, seats: tuple[int, int], me: int = 0) -> str
     return f"{'won' if won else 'lost'} by {result.termination.value}"
 
 
+LOG_REMOVED = "bot log: removed, as the check passed (check-bot --logs DIR keeps the logs)"
+
+
+@contextmanager
+def _log_folder(report: ConformanceReport, log_dir: Path | None) -> Iterator[Path]:
+    """``log_dir``, or a new temporary folder, removed at the end when the check found
+    nothing to look into (no problem, no warning): a newcomer's passing checks left one
+    /tmp/arena-check-* folder each. Kept if the check ends with an exception."""
+    if log_dir is not None:
+        yield log_dir
+        return
+    logs = Path(tempfile.mkdtemp(prefix="arena-check-"))
+    yield logs
+    if not report.problems and not report.warnings:
+        remove_tree(logs)
+        report.log = None
+        report.lines = [LOG_REMOVED if line.startswith("bot log: ") else line for line in report.lines]
+
+
 ENDED_BY_HARNESS = (-signal.SIGKILL, -signal.SIGTERM)  # a bot still running after shutdown's grace
 
 
@@ -71,8 +92,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     """Build the bot, time its handshake, play ``games`` games against random in both seats
     (started by ``launcher``, level none by default, as a tournament would). ``submitting``
     also refuses a folder holding symbolic links (it is about to be copied). The logs go
-    to ``log_dir``, or to a new temporary folder that is kept (``report.log`` names the
-    bot's log)."""
+    to ``log_dir``, or to a new temporary folder that is kept only if the check found a
+    problem or a warning (``report.log`` names the bot's log, None once removed)."""
     report = ConformanceReport()
     if submitting:
         refused = links_refused(bot)
@@ -91,11 +112,10 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                         f"command {' '.join(manifest.command)!r}")
     opponent = Manifest.load(sample_bots_dir() / "random")
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
-    logs = log_dir or Path(tempfile.mkdtemp(prefix="arena-check-"))
     labels = tuple(unique_labels([manifest.name, opponent.name]))
     lineup = Lineup((manifest.folder, opponent.folder), labels, time_control=tc, ruleset=ruleset,
                     launcher=launcher or UnconfinedLauncher())
-    with InProcess(lineup, logs) as executor:
+    with _log_folder(report, log_dir) as logs, InProcess(lineup, logs) as executor:
         pool = executor.pool
         report.log = pool.handles[0].stderr_log
         report.lines.append(f"bot log: {report.log}")

@@ -127,6 +127,32 @@ def test_check_bot_fails_a_bot_that_crashes_on_its_last_game_over(tmp_path: Path
     assert "KeyError: 'no such key'" in proc.stderr  # its log tail
 
 
+def test_check_bot_removes_its_temporary_logs_on_pass_and_keeps_them_on_fail(tmp_path: Path) -> None:
+    # Every run left a /tmp/arena-check-* folder, even on PASS (a newcomer had 97).
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    setup = f"""
+        import tempfile
+        mkdtemp = tempfile.mkdtemp
+        def check_folders_in_temp(*args, **kwargs):  # the bots' sockets stay in /tmp (paths are short)
+            if kwargs.get("prefix") == "arena-check-":
+                kwargs["dir"] = {str(temp)!r}
+            return mkdtemp(*args, **kwargs)
+        tempfile.mkdtemp = check_folders_in_temp
+    """
+    good = arena_patched(setup, "check-bot", str(sample_bots_dir() / "random"), "--games", "1")
+    assert good.returncode == 0 and "PASS" in good.stdout, good.stdout + good.stderr
+    assert list(temp.iterdir()) == [] and "bot log: removed, as the check passed" in good.stdout
+    logs = tmp_path / "logs"  # --logs keeps them
+    kept = arena("check-bot", str(sample_bots_dir() / "random"), "--games", "1", "--logs", str(logs))
+    assert kept.returncode == 0 and (logs / "random.stderr.log").is_file(), kept.stdout + kept.stderr
+    bad = misbehaving_bot(tmp_path / "bad", "schema", name="bad").folder
+    failed = arena_patched(setup, "check-bot", str(bad), "--games", "1")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    [folder] = temp.iterdir()
+    assert f"the bot's log is kept: {folder / 'bad.stderr.log'}" in failed.stderr, failed.stderr
+
+
 @pytest.mark.slow
 def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) -> None:
     entrants = tmp_path / "entrants"
