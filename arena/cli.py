@@ -81,6 +81,14 @@ def one_line(error: ArenaError | OSError) -> str:
     return for_terminal(str(error))
 
 
+def shell_word(path: Path | str) -> str:
+    """``path`` as one word of a command the user may paste into a shell (quoted if it
+    needs it: "my bot" is 'my bot'), safe for a terminal."""
+    import shlex
+
+    return for_terminal(shlex.quote(str(path)), newlines=False)
+
+
 class FileToWrite(click.Path):
     """A file the command writes. ``Path("new/")`` and ``Path("new/.")`` are ``Path("new")``,
     so a value ending in '/', '/.' or '/..' (or that is '.' or '..') would silently become a
@@ -720,9 +728,10 @@ def new_bot(folder: Path, lang: str, name: str | None) -> None:
     from arena.starter import DESCRIPTIONS, create
 
     written = create(folder, lang, name)
-    click.echo(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
-               + ", ".join(str(p.relative_to(folder)) for p in written))
-    click.echo(f"next: arena check-bot {folder} --sandbox strict   (the spec: protocol/PROTOCOL.md)")
+    click.echo(for_terminal(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
+                            + ", ".join(str(p.relative_to(folder)) for p in written), newlines=False))
+    click.echo(f"next: arena check-bot {shell_word(folder)} --sandbox strict   "
+               "(the spec: protocol/PROTOCOL.md)")
 
 
 from arena.cli_report import report  # noqa: E402  (registered last: the command lives in its own module)
