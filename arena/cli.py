@@ -89,6 +89,28 @@ def shell_word(path: Path | str) -> str:
     return for_terminal(shlex.quote(str(path)), newlines=False)
 
 
+class BotFolder(click.Path):
+    """A bot's folder. A path to its bot.toml means the folder (``arena check-bot
+    mybot/bot.toml`` is ``arena check-bot mybot``); any other file is refused in one line
+    that says to give the folder. Nothing is read here: the manifest is read (and, for
+    submit, links refused) by the command."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from arena.bots.manifest import MANIFEST
+
+        if isinstance(value, (str, Path)):
+            path = Path(value)
+            if path.name == MANIFEST and not path.is_dir():
+                value = path.parent if str(path.parent) != "." else Path.cwd()
+            elif path.exists() and not path.is_dir():
+                self.fail(for_terminal(f"{value}: not a folder; give the bot's folder (the one holding "
+                                       f"{MANIFEST})", newlines=False), param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class FileToWrite(click.Path):
     """A file the command writes. ``Path("new/")`` and ``Path("new/.")`` are ``Path("new")``,
     so a value ending in '/', '/.' or '/..' (or that is '.' or '..') would silently become a
@@ -348,8 +370,8 @@ _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and be
 
 
 @main.command()
-@click.argument("bot_a", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("bot_b", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bot_a", type=BotFolder())
+@click.argument("bot_b", type=BotFolder())
 @click.option("--games", type=GAMES_RANGE, default=2, show_default=True)
 @click.option("--seed", type=SEEDS, default=0, show_default=True,
               help="Games 2k and 2k+1 use seed S+k (the same patch circle) with seats swapped.")
@@ -426,7 +448,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 
 
 @main.command("check-bot")
-@click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bot", type=BotFolder())
 @click.option("--games", type=click.IntRange(1, 1000), default=4, show_default=True,
               help="Games against the random sample bot (both seats).")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -626,8 +648,8 @@ def ratings(results: Path, csv_path: Path | None) -> None:
 
 
 @main.command(cls=VerdictCommand)
-@click.argument("new", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("old", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("new", type=BotFolder())
+@click.argument("old", type=BotFolder())
 @click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: NEW is elo0 stronger.")
 @click.option("--elo1", type=float, default=20.0, show_default=True, help="H1: NEW is elo1 stronger.")
 @click.option("--alpha", type=float, default=0.05, show_default=True,
@@ -686,7 +708,7 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
 
 
 @main.command()
-@click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bot", type=BotFolder())
 @click.option("--entrants", type=click.Path(file_okay=False, path_type=Path), default=Path("entrants"),
               show_default=True, help="The folder of entrants a tournament reads.")
 @click.option("--games", type=click.IntRange(2, 1000), default=4, show_default=True,

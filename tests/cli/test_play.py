@@ -153,6 +153,30 @@ def test_check_bot_removes_its_temporary_logs_on_pass_and_keeps_them_on_fail(tmp
     assert f"the bot's log is kept: {folder / 'bad.stderr.log'}" in failed.stderr, failed.stderr
 
 
+@pytest.mark.parametrize("command", ["check-bot", "play", "sprt", "submit"])
+def test_a_path_to_bot_toml_means_its_folder(tmp_path: Path, command: str) -> None:
+    # It gave click's "Directory 'handbot/bot.toml' is a file."
+    bot = sdk_bot(tmp_path / "handbot", "handbot", """
+        def choose(state, legal_moves, clock):
+            return legal_moves[0]
+    """)
+    manifest, other = str(bot / "bot.toml"), str(sample_bots_dir() / "random")
+    logs = ["--logs", str(tmp_path / "logs")]
+    args = {"check-bot": [manifest, "--games", "1"], "play": [manifest, other, "--games", "1", *logs],
+            "sprt": [manifest, other, "--max-games", "2", *logs],
+            "submit": [manifest, "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                       "--games", "2"]}
+    proc = arena(command, *args[command])
+    assert proc.returncode == (2 if command == "sprt" else 0), proc.stdout + proc.stderr  # sprt: no decision
+    assert "handbot" in proc.stdout and "Traceback" not in proc.stderr
+    if command == "submit":
+        assert (tmp_path / "entrants" / "handbot" / "bot.py").is_file()
+    other_file = arena(command, str(bot / "bot.py"), *args[command][1:])  # any other file: one line
+    assert other_file.returncode == (3 if command == "sprt" else 2), other_file.stderr
+    refusal = f"{bot / 'bot.py'}: not a folder; give the bot's folder (the one holding bot.toml)"
+    assert refusal in other_file.stderr, other_file.stderr
+
+
 @pytest.mark.slow
 def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) -> None:
     entrants = tmp_path / "entrants"
