@@ -528,10 +528,11 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         "pondering": pondering})
     if config.ruleset().unverified:
         click.echo(f"note: {config.ruleset().unverified}", err=True)
-    click.echo(f"tournament {config.name} ({config.game}): {len(config.entrants)} entrants "
-               f"({', '.join(config.names)}), {config.format}, {config.games} games per pairing, "
-               f"concurrency {config.concurrency}" + (f", Dask at {dask_address}" if dask_address else "")
-               + f"; results in {config.out}")
+    click.echo(for_terminal(  # the name quoted: the default one read "tournament tournament (patchwork)"
+        f'tournament "{config.name}" ({config.game}, {config.format}): {len(config.entrants)} entrants '
+        f"({', '.join(config.names)}), {config.games} games per pairing, concurrency {config.concurrency}"
+        + (f", Dask at {dask_address}" if dask_address else "") + f"; results in {config.out}",
+        newlines=False))
     launcher = _launcher(config.sandbox, config.pondering, announce=not dask_address)
     if dask_address and launcher.copies_builds:
         click.echo(f"sandbox {launcher.level}: set up by each Dask worker (a worker that cannot provide "
