@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.bots.manifest import Manifest, ManifestError
+from arena.bots.manifest import MANIFEST, Manifest, ManifestError
 from arena.bots.pool import sample_bots_dir, unique_labels
-from arena.bots.session import START_TIMEOUT_S
+from arena.bots.session import START_TIMEOUT_S, BotHandle
 from arena.clock import TimeControl, move_limits_ms
-from arena.engine import Ruleset, Termination
-from arena.errors import ArenaError
+from arena.engine import Ruleset
+from arena.errors import ArenaError, BotTerminatedError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
-from arena.referee import GameResult, failure_detail, termination_for
+from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
 from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
@@ -41,6 +44,47 @@ def outcome_text(result: GameResult, seats: tuple[int, int], me: int = 0) -> str
     return f"{'won' if won else 'lost'} by {result.termination.value}"
 
 
+LOG_REMOVED = "bot log: removed, as the check passed (check-bot --logs DIR keeps the logs)"
+
+
+@contextmanager
+def _log_folder(report: ConformanceReport, log_dir: Path | None) -> Iterator[Path]:
+    """``log_dir``, or a new temporary folder, removed at the end when the check found
+    nothing to look into (no problem, no warning): a newcomer's passing checks left one
+    /tmp/arena-check-* folder each. Kept if the check ends with an exception."""
+    if log_dir is not None:
+        yield log_dir
+        return
+    logs = Path(tempfile.mkdtemp(prefix="arena-check-"))
+    yield logs
+    if not report.problems and not report.warnings:
+        remove_tree(logs)
+        report.log = None
+        report.lines = [LOG_REMOVED if line.startswith("bot log: ") else line for line in report.lines]
+
+
+ENDED_BY_HARNESS = (-signal.SIGKILL, -signal.SIGTERM)  # a bot still running after shutdown's grace
+
+
+def after_last_game(handle: BotHandle) -> str | None:
+    """End the bot as a tournament does (shutdown, then a kill) and say, with its log tail,
+    if it had died after its last game_over or on shutdown (an exit status other than 0),
+    or None. Without this a bot that crashed reading game_over passed a 1-game check: only
+    the start of a next game noticed the crash."""
+    process = handle.process
+    if process is None:
+        return None
+    handle.close()
+    code = process.exit_code()
+    if code is None or code == 0 or code in ENDED_BY_HARNESS:
+        return None
+    error = BotTerminatedError(
+        f"after its last game the bot ended with {process.describe_exit()} (on game_over or "
+        "shutdown): a bot waits for the next new_game or for shutdown, and exits with status 0 on "
+        "shutdown")
+    return failure_detail(handle, error, Termination.CRASH)
+
+
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     per_move_ms: int = 1000, bank_ms: int = 10_000,
                     first_move_ms: int = 5000, ruleset: Ruleset | None = None,
@@ -48,9 +92,14 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     """Build the bot, time its handshake, play ``games`` games against random in both seats
     (started by ``launcher``, level none by default, as a tournament would). ``submitting``
     also refuses a folder holding symbolic links (it is about to be copied). The logs go
-    to ``log_dir``, or to a new temporary folder that is kept (``report.log`` names the
-    bot's log)."""
+    to ``log_dir``, or to a new temporary folder that is kept only if the check found a
+    problem or a warning (``report.log`` names the bot's log, None once removed)."""
     report = ConformanceReport()
+    if submitting:
+        refused = links_refused(bot)
+        if refused:
+            report.problems.append(refused)
+            return report
     try:
         manifest = Manifest.load(bot)
     except ManifestError as exc:
@@ -59,21 +108,14 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     except ArenaError as exc:
         report.problems.append(str(exc))
         return report
-    if submitting:
-        try:
-            refuse_symlinks(manifest.folder)
-        except ArenaError as exc:
-            report.problems.append(str(exc))
-            return report
     report.lines.append(f"manifest: name {manifest.name!r}, protocol {manifest.protocol}, "
                         f"command {' '.join(manifest.command)!r}")
     opponent = Manifest.load(sample_bots_dir() / "random")
     tc = TimeControl(per_move_ms, bank_ms, first_move_ms)
-    logs = log_dir or Path(tempfile.mkdtemp(prefix="arena-check-"))
     labels = tuple(unique_labels([manifest.name, opponent.name]))
     lineup = Lineup((manifest.folder, opponent.folder), labels, time_control=tc, ruleset=ruleset,
                     launcher=launcher or UnconfinedLauncher())
-    with InProcess(lineup, logs) as executor:
+    with _log_folder(report, log_dir) as logs, InProcess(lineup, logs) as executor:
         pool = executor.pool
         report.log = pool.handles[0].stderr_log
         report.lines.append(f"bot log: {report.log}")
@@ -99,9 +141,10 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         timed_out = [False, False]  # a first move, another move timed out (not in the record)
         over: list[tuple[float, int]] = []  # moves over their limit: ms, limit
         stale = 0
+        last_lost_by_fault = False
 
         def judge(spec: GameSpec, result: GameResult) -> None:
-            nonlocal stale
+            nonlocal stale, last_lost_by_fault
             seats = lineup.seats(spec)
             number = spec.index + 1
             moves = result.record["moves"]
@@ -121,7 +164,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                                 f"{outcome_text(result, seats)}, {len(mine)} moves"
                                 + (f", then its move {len(mine) + 1} timed out" if late else "")
                                 + (", normal" if result.loser is None else ""))
-            if result.loser is not None and seats[result.loser] == 0:
+            last_lost_by_fault = result.loser is not None and seats[result.loser] == 0
+            if last_lost_by_fault:
                 report.problems.append(f"game {number}: {result.termination.value}: {result.detail}")
 
         # Both seats on each seed (0, 0, 1, 1, ...), the bot in seat 0 first, as `arena play` plays.
@@ -132,6 +176,10 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 f"the bot exited between games ({exits[0]}) and had to be started again "
                 f"{len(exits)} time(s): a bot must play many games, one after another, until the "
                 "referee sends shutdown")
+        elif not last_lost_by_fault:  # its fault is reported already (and it may have been ended)
+            ended = after_last_game(pool.handles[0])
+            if ended:
+                report.problems.append(ended)
         worst = [("timed out" if timed_out[i] else f"{slowest[i]:.0f} ms") for i in (0, 1)]
         report.lines.append(f"slowest first move: {worst[0]} (limit {tc.first_move_ms} ms); "
                             f"slowest other move: {worst[1]} (limit {tc.per_move_ms} ms)")
@@ -159,6 +207,34 @@ class Submission:
 
 SUBMIT_MAX_BYTES = 1 << 30  # a bot folder handed in: its files' total (apparent) size
 SUBMIT_MAX_FILES = 100_000
+
+
+def links_refused(bot: Path) -> str | None:
+    """Why submit refuses the folder ``bot`` before reading anything in it, or None: the
+    folder or its bot.toml is a symbolic link, bot.toml is not a regular file, or a link is
+    inside. Submit runs as root on a stranger's folder: a bot.toml linked to a root-only
+    file was read and parsed, and the refusal quoted its keys and values."""
+    label = str(bot)
+    try:
+        folder = os.lstat(bot)
+        if stat.S_ISLNK(folder.st_mode):
+            return f"{label} is a symbolic link: submit takes the bot's folder itself"
+        if not stat.S_ISDIR(folder.st_mode):
+            return None  # Manifest.load says what is wrong
+        info = os.lstat(bot / MANIFEST)
+    except FileNotFoundError:
+        return None  # no folder, or no bot.toml: Manifest.load says which
+    except OSError as exc:
+        return f"{label}: cannot read: {exc.strerror or exc}"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{label}: {MANIFEST} is a symbolic link: submit takes plain files only"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{label}: {MANIFEST} is not a regular file: submit takes plain files only"
+    try:
+        refuse_symlinks(bot, label)
+    except ArenaError as exc:
+        return str(exc)
+    return None
 
 
 def _too_big(folder: Path) -> str | None:
@@ -204,6 +280,9 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     import tempfile
     from datetime import UTC, datetime
 
+    refused = links_refused(bot)  # before anything in the folder is read
+    if refused:
+        return Submission(ConformanceReport(problems=[refused]))
     try:
         manifest = Manifest.load(bot)
     except ArenaError as exc:

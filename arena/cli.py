@@ -38,12 +38,77 @@ class ArenaGroup(click.Group):
             raise click.ClickException(one_line(exc)) from None
 
 
+class VerdictCommand(click.Command):
+    """A command whose exit statuses 0, 1 and 2 are verdicts (sprt): anything else that ends
+    it is exit status ERROR_STATUS with one line on stderr. A usage error (click's status 2
+    would read as "max-games reached"), an ArenaError or OSError (1 would read as "H0
+    accepted") and an unexpected exception (a traceback, also 1) included; Ctrl-C is 130."""
+
+    ERROR_STATUS = 3
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            raise SystemExit(self.ERROR_STATUS) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except click.ClickException as exc:
+            exc.show()
+            raise SystemExit(self.ERROR_STATUS) from None
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted: no verdict", err=True)
+            raise SystemExit(130) from None
+        except (ArenaError, OSError) as exc:
+            message = one_line(exc)
+        except Exception as exc:  # a bug of ours: still one line, and never a verdict's status
+            message = for_terminal(f"unexpected error ({type(exc).__name__}): {exc}", newlines=False)
+        click.echo(f"Error: {message}", err=True)
+        raise SystemExit(self.ERROR_STATUS)
+
+
 def one_line(error: ArenaError | OSError) -> str:
     """What the user reads of an error, safe for a terminal: "FILE: what went wrong" for an
     OSError, the message of an ArenaError."""
     if isinstance(error, OSError) and error.strerror:
         return for_terminal(f"{error.filename}: {error.strerror}" if error.filename else error.strerror)
     return for_terminal(str(error))
+
+
+def shell_word(path: Path | str) -> str:
+    """``path`` as one word of a command the user may paste into a shell (quoted if it
+    needs it: "my bot" is 'my bot'), safe for a terminal."""
+    import shlex
+
+    return for_terminal(shlex.quote(str(path)), newlines=False)
+
+
+class BotFolder(click.Path):
+    """A bot's folder. A path to its bot.toml means the folder (``arena check-bot
+    mybot/bot.toml`` is ``arena check-bot mybot``); any other file is refused in one line
+    that says to give the folder. Nothing is read here: the manifest is read (and, for
+    submit, links refused) by the command."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from arena.bots.manifest import MANIFEST
+
+        if isinstance(value, (str, Path)):
+            path = Path(value)
+            if path.name == MANIFEST and not path.is_dir():
+                value = path.parent if str(path.parent) != "." else Path.cwd()
+            elif path.exists() and not path.is_dir():
+                self.fail(for_terminal(f"{value}: not a folder; give the bot's folder (the one holding "
+                                       f"{MANIFEST})", newlines=False), param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class FileToWrite(click.Path):
@@ -284,13 +349,20 @@ def _start_trace(trace: bool) -> None:
         wire.addHandler(_TraceHandler())
 
 
-def _echo_detail(detail: str, first: str) -> None:
+def _echo_detail(detail: str, first: str, *, indent: str = "    ", err: bool = False) -> None:
     """``first`` (a line ending with the detail's first line), then the rest of the detail
-    (a failing bot's log tail) indented, all safe for a terminal."""
+    (a failing bot's log tail) indented, each line made safe for a terminal on its own."""
     lines = detail.split("\n")
-    click.echo(for_terminal(first + lines[0], newlines=False))
+    click.echo(for_terminal(first + lines[0], newlines=False), err=err)
     for line in lines[1:]:
-        click.echo("    " + for_terminal(line, newlines=False))
+        click.echo(indent + for_terminal(line, newlines=False), err=err)
+
+
+def _echo_problems(problems: list[str]) -> None:
+    """The problems of check-bot and submit on stderr: "  - " and the first line of each,
+    the rest (a log tail) indented under it."""
+    for problem in problems:
+        _echo_detail(problem, "  - ", indent="      ", err=True)
 
 
 _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and between games "
@@ -298,8 +370,8 @@ _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and be
 
 
 @main.command()
-@click.argument("bot_a", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("bot_b", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bot_a", type=BotFolder())
+@click.argument("bot_b", type=BotFolder())
 @click.option("--games", type=GAMES_RANGE, default=2, show_default=True)
 @click.option("--seed", type=SEEDS, default=0, show_default=True,
               help="Games 2k and 2k+1 use seed S+k (the same patch circle) with seats swapped.")
@@ -376,7 +448,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 
 
 @main.command("check-bot")
-@click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bot", type=BotFolder())
 @click.option("--games", type=click.IntRange(1, 1000), default=4, show_default=True,
               help="Games against the random sample bot (both seats).")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -402,11 +474,7 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
         click.echo(f"warning: {for_terminal(warning, newlines=False)}", err=True)
     if report.problems:
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
-        for problem in report.problems:
-            first, *rest = problem.split("\n")
-            click.echo(f"  - {for_terminal(first, newlines=False)}", err=True)
-            for line in rest:
-                click.echo(f"      {for_terminal(line, newlines=False)}", err=True)
+        _echo_problems(report.problems)
         if report.log is not None:
             click.echo(f"the bot's log is kept: {report.log}", err=True)
         raise SystemExit(1)
@@ -460,10 +528,11 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         "pondering": pondering})
     if config.ruleset().unverified:
         click.echo(f"note: {config.ruleset().unverified}", err=True)
-    click.echo(f"tournament {config.name} ({config.game}): {len(config.entrants)} entrants "
-               f"({', '.join(config.names)}), {config.format}, {config.games} games per pairing, "
-               f"concurrency {config.concurrency}" + (f", Dask at {dask_address}" if dask_address else "")
-               + f"; results in {config.out}")
+    click.echo(for_terminal(  # the name quoted: the default one read "tournament tournament (patchwork)"
+        f'tournament "{config.name}" ({config.game}, {config.format}): {len(config.entrants)} entrants '
+        f"({', '.join(config.names)}), {config.games} games per pairing, concurrency {config.concurrency}"
+        + (f", Dask at {dask_address}" if dask_address else "") + f"; results in {config.out}",
+        newlines=False))
     launcher = _launcher(config.sandbox, config.pondering, announce=not dask_address)
     if dask_address and launcher.copies_builds:
         click.echo(f"sandbox {launcher.level}: set up by each Dask worker (a worker that cannot provide "
@@ -579,9 +648,9 @@ def ratings(results: Path, csv_path: Path | None) -> None:
         click.echo(f"table written to {csv_path}")
 
 
-@main.command()
-@click.argument("new", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("old", type=click.Path(file_okay=False, path_type=Path))
+@main.command(cls=VerdictCommand)
+@click.argument("new", type=BotFolder())
+@click.argument("old", type=BotFolder())
 @click.option("--elo0", type=float, default=0.0, show_default=True, help="H0: NEW is elo0 stronger.")
 @click.option("--elo1", type=float, default=20.0, show_default=True, help="H1: NEW is elo1 stronger.")
 @click.option("--alpha", type=float, default=0.05, show_default=True,
@@ -608,7 +677,8 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
     Exit status: 0 when H1 is accepted, 1 when H0 is accepted, 2 when max-games ran out,
-    3 on an error (a bot that cannot be built or started, a bad path): then no verdict.
+    3 on any error (a bot that cannot be built or started, an invalid bot.toml, a bad path or
+    option): then no verdict.
     """
     from arena.clock import TimeControl
     from arena.tournament.sequential import run_sprt
@@ -622,17 +692,14 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"(pairs 0/1/2 wins: {state.pairs[0]}/{state.pairs[1]}/{state.pairs[2]}) "
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
-    try:
-        _output_paths(out, logs)
-        click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
-                   f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
-        state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
-                         launcher=_launcher(sandbox), ruleset=_ruleset(game, edition, components_file),
-                         time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
-                         on_pair=report, concurrency=concurrency)
-    except (ArenaError, OSError) as exc:  # exit 1 means "H0 accepted" here: an error is 3
-        click.echo(f"Error: {one_line(exc)}", err=True)
-        raise SystemExit(3) from None
+    # Errors (exit status 3, no verdict) are VerdictCommand's: exit 1 means "H0 accepted" here.
+    _output_paths(out, logs)
+    click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
+               f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
+    state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
+                     launcher=_launcher(sandbox), ruleset=_ruleset(game, edition, components_file),
+                     time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
+                     on_pair=report, concurrency=concurrency)
     verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",
                "accept H0": f"H0 accepted: {new.name} is not stronger by {elo1:g} elo",
@@ -642,7 +709,7 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
 
 
 @main.command()
-@click.argument("bot", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("bot", type=BotFolder())
 @click.option("--entrants", type=click.Path(file_okay=False, path_type=Path), default=Path("entrants"),
               show_default=True, help="The folder of entrants a tournament reads.")
 @click.option("--games", type=click.IntRange(2, 1000), default=4, show_default=True,
@@ -665,8 +732,7 @@ def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -
     if done.installed is None:
         click.echo(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} problem(s):",
                    err=True)
-        for problem in report.problems:
-            click.echo(f"  - {for_terminal(problem, newlines=False)}", err=True)
+        _echo_problems(report.problems)
         raise SystemExit(1)
     if done.previous is not None:
         click.echo(f"replaced: the previous version is kept in {done.previous}")
@@ -685,9 +751,10 @@ def new_bot(folder: Path, lang: str, name: str | None) -> None:
     from arena.starter import DESCRIPTIONS, create
 
     written = create(folder, lang, name)
-    click.echo(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
-               + ", ".join(str(p.relative_to(folder)) for p in written))
-    click.echo(f"next: arena check-bot {folder} --sandbox strict   (the spec: protocol/PROTOCOL.md)")
+    click.echo(for_terminal(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
+                            + ", ".join(str(p.relative_to(folder)) for p in written), newlines=False))
+    click.echo(f"next: arena check-bot {shell_word(folder)} --sandbox strict   "
+               "(the spec: protocol/PROTOCOL.md)")
 
 
 from arena.cli_report import report  # noqa: E402  (registered last: the command lives in its own module)

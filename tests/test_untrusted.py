@@ -190,6 +190,31 @@ def test_submit_refuses_a_folder_with_a_symlink(tmp_path: Path) -> None:
     assert (entrants / "linky" / "bot.toml").is_file()
 
 
+def test_submit_refuses_a_linked_bot_toml_before_reading_it(tmp_path: Path) -> None:
+    # Submit read and parsed the link's target (say a root-only secrets file), and its
+    # refusal quoted the target's keys and values ("api_token ... got 42").
+    secret = tmp_path / "secrets.toml"
+    secret.write_text('api_token = "hunter2-token"\nname = 42\n')
+    secret.chmod(0o600)
+    folder = tmp_path / "bot"
+    misbehaving_bot(folder, "hostile_info", name="linky")
+    (folder / "bot.toml").unlink()
+    (folder / "bot.toml").symlink_to(secret)
+    entrants = tmp_path / "entrants"
+    proc = arena("submit", str(folder), "--entrants", str(entrants), "--sandbox", "none")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("  - ")]
+    refusal = f"  - {folder}: bot.toml is a symbolic link: submit takes plain files only"
+    assert problems == [refusal], proc.stderr
+    assert "api_token" not in proc.stdout + proc.stderr and "hunter2" not in proc.stdout + proc.stderr
+    assert not entrants.exists()
+    link = tmp_path / "link"  # the folder itself a link: refused too, before it is read
+    link.symlink_to(folder)
+    proc = arena("submit", str(link), "--entrants", str(entrants), "--sandbox", "none")
+    assert proc.returncode == 1 and f"{link} is a symbolic link" in proc.stderr, proc.stderr
+    assert "api_token" not in proc.stdout + proc.stderr and not entrants.exists()
+
+
 def test_dask_packing_refuses_a_symlinked_bot_folder(tmp_path: Path) -> None:
     from arena.errors import ConfigError
     from arena.tournament.distributed import pack_bot

@@ -30,7 +30,7 @@ def newcomer(tmp_path: Path, script: str, *args: str, protocol: str = "stdio",
 
 def check_bot(folder: Path, *args: str, logs: bool = True) -> tuple[int, str]:
     """``arena check-bot FOLDER``, its logs beside the folder (``logs=False``: the default, a
-    new temporary folder that is kept)."""
+    new temporary folder, kept when the check finds a problem)."""
     where = ["--logs", str(folder.parent / f"{folder.name}-logs")] if logs else []
     proc = arena("check-bot", str(folder), "--games", "2", *where, *args)
     assert not re.search("^Traceback", proc.stderr, re.M), proc.stderr  # the bot's are indented

@@ -8,6 +8,7 @@ tournament. A kit whose runtime is not installed is skipped, saying which packag
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sqlite3
 import stat
@@ -34,6 +35,10 @@ def new_bot(folder: Path, lang: str, *extra: str) -> None:
     run = arena("new-bot", str(folder), "--lang", lang, *extra)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "check-bot" in run.stdout and "PROTOCOL.md" in run.stdout
+    # the command it suggests can be pasted into a shell ("my first bot" was three words)
+    [command] = [line.split("next: ", 1)[1].split("   (")[0] for line in run.stdout.splitlines()
+                 if line.startswith("next: ")]
+    assert shlex.split(command) == ["arena", "check-bot", str(folder), "--sandbox", "strict"], command
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

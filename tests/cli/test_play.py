@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,112 @@ def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None
     assert "FAIL" in proc.stderr and "schema" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def sdk_bot(folder: Path, name: str, body: str) -> Path:
+    """A Python SDK bot named ``name``: ``body`` (dedented) defines choose and, if it likes,
+    on_game_over, which run() is given."""
+    folder.mkdir(parents=True)
+    (folder / "bot.py").write_text("import os, sys\nfrom arena.sdk import run\n" + textwrap.dedent(body)
+                                   + f"\nrun(choose, name={name!r}, "
+                                   "on_game_over=globals().get('on_game_over'))\n")
+    (folder / "bot.toml").write_text(f'name = "{name}"\ncommand = "python bot.py"\nprotocol = "stdio"\n')
+    return folder
+
+
+CRASH_AT_THIRD_MOVE = """
+    moves = 0
+    def choose(state, legal_moves, clock):
+        global moves
+        moves += 1
+        print(f"got {moves} moves", file=sys.stderr, flush=True)
+        if moves == 3:
+            os._exit(1)
+        return legal_moves[0]
+"""
+
+
+def test_submit_prints_a_problem_s_log_tail_on_lines_of_their_own(tmp_path: Path) -> None:
+    # Submit printed the detail on one line, its newlines shown as \x0a.
+    bot = sdk_bot(tmp_path / "crashy", "crashy", CRASH_AT_THIRD_MOVE)
+    proc = arena("submit", str(bot), "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                 "--games", "2")
+    assert proc.returncode == 1 and "REFUSED" in proc.stderr, proc.stdout + proc.stderr
+    assert "\\x0a" not in proc.stderr, proc.stderr
+    refused = [line for line in proc.stderr.splitlines() if line.startswith("  ")]
+    assert refused[0].startswith("  - game 1: crash: bot crashy: exit code 1"), refused
+    assert refused[1].startswith("      the last 3 lines of its log "), refused
+    assert refused[2:4] == ["        got 1 moves", "        got 2 moves"], refused
+    check = arena("check-bot", str(bot), "--games", "2")  # the same printer, but for the log's path
+    failed = [line for line in check.stderr.splitlines() if line.startswith("  ")]
+    assert [line.split(" /")[0] for line in failed] == [line.split(" /")[0] for line in refused], check.stderr
+
+
+def test_check_bot_fails_a_bot_that_crashes_on_its_last_game_over(tmp_path: Path) -> None:
+    # With --games 1 it passed: only the start of a next game noticed the crash.
+    bot = sdk_bot(tmp_path / "overbot", "overbot", """
+        def choose(state, legal_moves, clock):
+            return legal_moves[0]
+        def on_game_over(message):
+            message["no such key"]
+    """)
+    proc = arena("check-bot", str(bot), "--games", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("  - ")]
+    assert problems == ["  - after its last game the bot ended with exit code 1 (on game_over or shutdown): "
+                        "a bot waits for the next new_game or for shutdown, and exits with status 0 on "
+                        "shutdown"], proc.stderr
+    assert "KeyError: 'no such key'" in proc.stderr  # its log tail
+
+
+def test_check_bot_removes_its_temporary_logs_on_pass_and_keeps_them_on_fail(tmp_path: Path) -> None:
+    # Every run left a /tmp/arena-check-* folder, even on PASS (a newcomer had 97).
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    setup = f"""
+        import tempfile
+        mkdtemp = tempfile.mkdtemp
+        def check_folders_in_temp(*args, **kwargs):  # the bots' sockets stay in /tmp (paths are short)
+            if kwargs.get("prefix") == "arena-check-":
+                kwargs["dir"] = {str(temp)!r}
+            return mkdtemp(*args, **kwargs)
+        tempfile.mkdtemp = check_folders_in_temp
+    """
+    good = arena_patched(setup, "check-bot", str(sample_bots_dir() / "random"), "--games", "1")
+    assert good.returncode == 0 and "PASS" in good.stdout, good.stdout + good.stderr
+    assert list(temp.iterdir()) == [] and "bot log: removed, as the check passed" in good.stdout
+    logs = tmp_path / "logs"  # --logs keeps them
+    kept = arena("check-bot", str(sample_bots_dir() / "random"), "--games", "1", "--logs", str(logs))
+    assert kept.returncode == 0 and (logs / "random.stderr.log").is_file(), kept.stdout + kept.stderr
+    bad = misbehaving_bot(tmp_path / "bad", "schema", name="bad").folder
+    failed = arena_patched(setup, "check-bot", str(bad), "--games", "1")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    [folder] = temp.iterdir()
+    assert f"the bot's log is kept: {folder / 'bad.stderr.log'}" in failed.stderr, failed.stderr
+
+
+@pytest.mark.parametrize("command", ["check-bot", "play", "sprt", "submit"])
+def test_a_path_to_bot_toml_means_its_folder(tmp_path: Path, command: str) -> None:
+    # It gave click's "Directory 'handbot/bot.toml' is a file."
+    bot = sdk_bot(tmp_path / "handbot", "handbot", """
+        def choose(state, legal_moves, clock):
+            return legal_moves[0]
+    """)
+    manifest, other = str(bot / "bot.toml"), str(sample_bots_dir() / "random")
+    logs = ["--logs", str(tmp_path / "logs")]
+    args = {"check-bot": [manifest, "--games", "1"], "play": [manifest, other, "--games", "1", *logs],
+            "sprt": [manifest, other, "--max-games", "2", *logs],
+            "submit": [manifest, "--entrants", str(tmp_path / "entrants"), "--sandbox", "none",
+                       "--games", "2"]}
+    proc = arena(command, *args[command])
+    assert proc.returncode == (2 if command == "sprt" else 0), proc.stdout + proc.stderr  # sprt: no decision
+    assert "handbot" in proc.stdout and "Traceback" not in proc.stderr
+    if command == "submit":
+        assert (tmp_path / "entrants" / "handbot" / "bot.py").is_file()
+    other_file = arena(command, str(bot / "bot.py"), *args[command][1:])  # any other file: one line
+    assert other_file.returncode == (3 if command == "sprt" else 2), other_file.stderr
+    refusal = f"{bot / 'bot.py'}: not a folder; give the bot's folder (the one holding bot.toml)"
+    assert refusal in other_file.stderr, other_file.stderr
+
+
 @pytest.mark.slow
 def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) -> None:
     entrants = tmp_path / "entrants"
@@ -123,6 +230,33 @@ def test_sprt_gives_no_verdict_when_a_bot_cannot_start(tmp_path: Path, broken_si
     assert "accepted" not in proc.stdout and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("how", ["invalid manifest", "bad elo", "unknown option", "unexpected exception"])
+def test_sprt_exits_3_without_a_verdict_on_any_error(tmp_path: Path, how: str) -> None:
+    # Exit 1 means "H0 accepted" and 2 "max-games reached": an SPRT parameter error (exit 1),
+    # a usage error (2) and an unexpected exception (a traceback, 1) used to look like verdicts.
+    good = str(sample_bots_dir() / "random")
+    invalid = tmp_path / "invalid"
+    invalid.mkdir()
+    (invalid / "bot.toml").write_text('name = 42\ncommand = "python bot.py"\n')
+    args = {"invalid manifest": [good, str(invalid)], "bad elo": [good, good, "--elo1", "-5"],
+            "unknown option": [good, good, "--bogus"], "unexpected exception": [good, good]}[how]
+    setup = """
+        import arena.tournament.sequential as sequential
+        def broken(*args, **kwargs):
+            raise RuntimeError("a bug\\nof ours")
+        sequential.run_sprt = broken
+    """ if how == "unexpected exception" else ""
+    proc = arena_patched(setup, "sprt", *args, "--max-games", "4", "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "accepted" not in proc.stdout and "games " not in proc.stdout
+    error = proc.stderr.strip().splitlines()[-1]
+    expected = {"invalid manifest": f"Error: {invalid}/bot.toml: key 'name': expected 1 to 64 characters",
+                "bad elo": "Error: SPRT: elo1 must be greater than elo0, got elo0=0.0, elo1=-5.0",
+                "unknown option": "Error: No such option '--bogus'.",
+                "unexpected exception": "Error: unexpected error (RuntimeError): a bug\\x0aof ours"}[how]
+    assert error.startswith(expected), error
+
+
 def test_sprt_that_loses_a_game_with_its_workers_says_it_does_not_resume(tmp_path: Path) -> None:
     # The killer (stdio, unsandboxed) SIGKILLs its parent, the worker, at its third move.
     killer = misbehaving_bot(tmp_path / "killer", "kill_referee", "SIGKILL", name="killer", stdio=True).folder
@@ -163,7 +297,7 @@ def test_an_out_file_that_names_a_folder_is_refused_in_one_line(tmp_path: Path, 
     target = f"{tmp_path / 'new'}{ending}" if ending else "."
     args = ["2"] if command == "random-games" else [folder, folder, "--logs", str(tmp_path / "logs")]
     proc = arena(command, *args, "--out", target, cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == (3 if command == "sprt" else 1), proc.stdout + proc.stderr
     shown = target if target.endswith("/") else target + "/"
     assert proc.stderr.strip() == (f"Error: --out {target}: names a folder; --out names "
                                    f"a file (such as {shown}games.jsonl)"), proc.stderr

@@ -46,6 +46,10 @@ def test_round_robin_plays_every_pairing_in_seat_swapped_pairs(tmp_path: Path) -
                  "--bots", str(SAMPLES / "cbot"), "--games", "4", "--seed", "3", "--concurrency", "2",
                  "--out", str(out))
     assert proc.returncode == 0, proc.stderr
+    # the default name quoted (it read "tournament tournament (patchwork)")
+    assert proc.stdout.splitlines()[0] == ('tournament "tournament" (patchwork, round-robin): 3 entrants '
+                                           "(random, greedy, cbot), 4 games per pairing, concurrency 2; "
+                                           f"results in {out}"), proc.stdout
     games = db_rows(out, "SELECT seat0, seat1, seed, reason FROM games")
     assert len(games) == 12 and all(g[3] == "normal" for g in games)
     per_pairing = Counter(frozenset(g[:2]) for g in games)
