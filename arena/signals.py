@@ -9,6 +9,7 @@ the pools close their bots (thaw, then kill every process of each tree) on the w
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -29,10 +30,36 @@ def unwind_on_termination(status: int | None = None) -> None:
             # a signal already pending when SIG_IGN is set raises OSError ("ignored due to
             # race condition") in the middle of the clean-up.
             signal.signal(number, _ignore)
+        _unwinding[:] = [signum, unwind]
         sys.exit(128 + signum if status is None else status)
 
     for number in TERMINATION_SIGNALS:
         signal.signal(number, unwind)
+    if sys.unraisablehook is not _unwind_again:
+        _previous_hook[:] = [sys.unraisablehook]
+        sys.unraisablehook = _unwind_again
+
+
+_unwinding: list[Any] = []  # [the signal, its handler] once a termination signal came
+_previous_hook: list[Any] = []
+
+
+def _unwind_again(unraisable: Any) -> None:
+    """The SystemExit of a signal that came while Python ran a finalizer or an at-fork hook
+    (a worker starting a bot) is ignored there, with a traceback on stderr, and the process
+    carried on. Raise it again, as soon as ordinary code runs, and print nothing."""
+    if isinstance(unraisable.exc_value, SystemExit) and _unwinding:
+        signum, handler = _unwinding
+        signal.signal(signum, handler)
+        # From another thread, a moment later: the main thread handles it in the code that runs
+        # next (raise_signal and interrupt_main would run the handler here, in the hook). Should
+        # it land in a finalizer again, it comes back here.
+        try:
+            threading.Timer(0.001, os.kill, (os.getpid(), signum)).start()
+        except RuntimeError:  # the interpreter is shutting down: it exits anyway
+            pass
+        return
+    (_previous_hook[0] if _previous_hook else sys.__unraisablehook__)(unraisable)
 
 
 def ignore_termination() -> None:

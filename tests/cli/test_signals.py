@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
+import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -92,3 +94,32 @@ def test_a_terminated_harness_leaves_no_bot_behind(tmp_path: Path, command: str,
 @pytest.mark.parametrize("command", ["play", pytest.param("run-tournament", marks=pytest.mark.slow)])
 def test_a_terminated_harness_leaves_no_bot_frozen_under_strict(tmp_path: Path, command: str) -> None:
     _stop_mid_run(tmp_path, "strict", command, signal.SIGTERM)
+
+
+def test_a_termination_signal_during_a_finalizer_still_unwinds(tmp_path: Path) -> None:
+    """Python ignores an exception raised in a finalizer or an at-fork hook, with a traceback
+    on stderr: a worker terminated while it started a bot printed 'Exception ignored ...
+    SystemExit' into the user's terminal and played on. The SystemExit is raised again in
+    ordinary code: the clean-up runs, the status is the unwind's, stderr stays empty."""
+    script = tmp_path / "finalizer.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, time
+        from arena.signals import unwind_on_termination
+        unwind_on_termination(0)
+
+        class Dying:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(1000):  # the handler runs in here
+                    pass
+
+        try:
+            Dying()
+            time.sleep(3)
+            print("carried on")
+            sys.exit(5)
+        finally:
+            print("cleaned up")
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "cleaned up\n", "")
