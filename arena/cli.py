@@ -441,7 +441,7 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
 
     with InProcess(lineup, logs, on_move=show_move if show else None) as executor:
         for error in executor.pool.build_errors.values():
-            click.echo(f"warning: {for_terminal(error, newlines=False)}", err=True)
+            _echo_detail(error, "warning: ", indent="", err=True)
         run_series(match_schedule(names[0], names[1], games, seed, "play"), executor, report)
     click.echo(f"summary: {names[0]} {wins[0]} - {wins[1]} {names[1]} over {games} game(s); "
                f"{failures} ended abnormally" + (f"; records appended to {out}" if out else ""))
@@ -546,8 +546,8 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
     display = ProgressDisplay()
     summary = run_tournament(
         config, executor=executor, launcher=launcher, on_progress=display.update,
-        on_build_error=lambda bot, error: click.echo(f"build failed: {for_terminal(error, newlines=False)} "
-                                                     f"(its games are recorded as losses)", err=True))
+        on_build_error=lambda bot, error: _echo_detail(
+            error + "\n(its games are recorded as losses)", "build failed: ", indent="", err=True))
     display.finish()
     if summary.interrupted:
         click.echo(f"interrupted: {summary.already_stored + summary.played} of {summary.total} games "

@@ -337,12 +337,15 @@ def failure_detail(bot: Player, error: Exception, termination: Termination) -> s
     """The recorded reason: the error, a hint when it is a common mistake, and for a start
     failure or a crash the last lines of the bot's log (what it printed before it died),
     all within DETAIL_CAP characters; the first line stands alone."""
-    detail = " ".join(str(error).splitlines())
+    lines = str(error).splitlines() or [""]
+    detail = lines[0] if bot.broken is not None else " ".join(lines)  # a build's: lines of its output
     hint = bot.hint(error)
     if hint:
         detail += f" - hint: {hint}"
+    if bot.broken is not None:
+        return (detail + "".join(f"\n{line}" for line in lines[1:]))[:DETAIL_CAP]
     detail = detail[:DETAIL_CAP // 2]
-    if termination not in (Termination.CRASH, Termination.START_FAILURE) or bot.broken is not None:
+    if termination not in (Termination.CRASH, Termination.START_FAILURE):
         return detail
     tail = bot.log_tail()
     if not tail:

@@ -259,3 +259,22 @@ def test_submit_refuses_an_existing_name_and_replace_keeps_the_previous_version(
                 "--out", str(tmp_path / "out"), "--sandbox", "strict")
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted({name for game in _games(tmp_path / "out") for name in game[:2]}) == ["cbot", "random"]
+
+
+def test_play_and_a_tournament_print_a_failed_build_on_lines_of_their_own(tmp_path: Path) -> None:
+    """check-bot printed the lines of a failed build; play's warning and run-tournament's
+    'build failed' showed them as one line with \\x0a for each newline."""
+    build_cmd = "echo 'bot.c:9:3: error: expected ; before }'; echo ctx2; exit 2"
+    source = write_bot(tmp_path / "bots" / "broken", "broken", ["./bot"], build=build_cmd).folder
+    shutil.copytree(sample_bots_dir() / "random", tmp_path / "bots" / "random")
+    played = arena("play", str(source), str(tmp_path / "bots" / "random"), "--games", "2",
+                   "--logs", str(tmp_path / "play-logs"))
+    ran = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--games", "2", "--sandbox", "none",
+                "--out", str(tmp_path / "out"))
+    for proc, first in ((played, "warning: "), (ran, "build failed: ")):
+        assert proc.returncode == 0 and "\\x0a" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        lines = proc.stderr.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith(first))
+        assert lines[at].endswith("from its output:"), lines
+        assert lines[at + 1:at + 3] == ["  bot.c:9:3: error: expected ; before }", "  ctx2"], lines
+    assert "(its games are recorded as losses)" in ran.stderr
