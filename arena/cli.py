@@ -491,7 +491,9 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
               help="Gauntlet: an entrant that plays everyone else (repeatable).")
 @click.option("--games", type=int, help="Games per pairing (even: seat-swapped pairs).")
 @click.option("--seed", type=int, help="Base seed; every game seed derives from it.")
-@click.option("--concurrency", type=int, help="Games at once (default: number of cores).")
+@click.option("--concurrency", type=int,
+              help=f"Games at once (default: the CPUs this command may use, as taskset sets them; at "
+                   f"most {MAX_CONCURRENCY}).")
 @click.option("--time-per-move", "per_move_ms", type=int, help="Per-move limit in ms.")
 @click.option("--bank-ms", type=int, help="Time bank in ms.")
 @click.option("--first-move-ms", type=int, help="First-move limit in ms.")
