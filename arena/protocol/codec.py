@@ -19,6 +19,8 @@ expected (stock JSON Schema would accept it; the engine would not).
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import json
 import re
 from collections.abc import Mapping
@@ -54,6 +56,7 @@ REFEREE_TYPES: tuple[str, ...] = (
 MESSAGE_TYPES: dict[str, tuple[str, ...]] = {"bot": BOT_TYPES, "referee": REFEREE_TYPES}
 
 _QUOTE_CHARS = 80
+_SPELLING_KEYS = 64  # keys of a message looked at for a misspelt field (a bot's message may hold many)
 
 _Msg = TypeVar("_Msg", bound=Mapping[str, Any])
 
@@ -407,8 +410,11 @@ def _expected(error: ValidationError) -> str:
     schema = error.schema if isinstance(error.schema, dict) else {}
     if keyword == "required":
         missing = [k for k in value if k not in instance]
-        return f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(
-            json.dumps(k) for k in missing)
+        text = f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(json.dumps(k) for k in missing)
+        known = schema.get("properties", {})
+        extra = [k for k in itertools.islice(instance, _SPELLING_KEYS) if k not in known]
+        guesses = [(close[0], k) for k in missing if (close := difflib.get_close_matches(k, extra, 1, 0.6))]
+        return text + "".join(f" (is {_short(got)} meant to be {json.dumps(k)}?)" for got, k in guesses)
     if keyword == "additionalProperties":
         props = schema.get("properties", {})
         patterns = list(schema.get("patternProperties", {}))
