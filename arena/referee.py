@@ -339,7 +339,11 @@ def failure_detail(bot: Player, error: Exception, termination: Termination) -> s
     all within DETAIL_CAP characters; the first line stands alone."""
     lines = str(error).splitlines() or [""]
     detail = lines[0] if bot.broken is not None else " ".join(lines)  # a build's: lines of its output
-    hint = bot.hint(error)
+    try:
+        hint = bot.hint(error)
+    except Exception:  # a hint reads the bot's files and log: never let it cost the game or the run
+        log.exception("the hint for %s failed", bot.name)
+        hint = ""
     if hint:
         detail += f" - hint: {hint}"
     if bot.broken is not None:

@@ -318,16 +318,19 @@ class BotHandle:
                 if word.startswith("/") and not sandbox.shows(word, folder=folder):
                     return (f"under the sandbox only the bot's own folder is visible, not {word}: "
                             "use a path inside it")
-        if "/" not in words[0] or not _within((folder / words[0]).resolve(), folder):
+        if "/" not in words[0]:
             return ""
-        try:  # the bot's own file: a FIFO must not block us (O_NONBLOCK)
-            fd = os.open(folder / words[0], os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        path = folder / words[0]
+        try:  # a link loop raises RuntimeError here; links, FIFOs and devices are not opened
+            if not _within(path.resolve(), folder) or not stat.S_ISREG(os.lstat(path).st_mode):
+                return ""
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
                 info = os.fstat(fd)
                 head = os.read(fd, 256) if stat.S_ISREG(info.st_mode) else b""
             finally:
                 os.close(fd)
-        except OSError:
+        except (OSError, RuntimeError):
             return ""
         if not stat.S_ISREG(info.st_mode):
             return ""

@@ -4,6 +4,7 @@ what to change, show the bot's log tail, and keep the log."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.bots.pool import sample_bots_dir
 from tests.helpers import arena, arena_patched, misbehaving_bot, needs_strict, write_bot
 
 NEWCOMER = Path(__file__).parents[1] / "programs" / "newcomer"
@@ -300,3 +302,24 @@ def test_trace_prints_every_message_both_ways(tmp_path: Path, command: str) -> N
     assert any(line.startswith("stdio-bot << ") and "move_request" in line for line in lines)
     assert any(line.startswith("stdio-bot >> ") and '"move"' in line for line in lines)
     assert all(len(line) <= 200 for line in lines if " << " in line or " >> " in line)
+
+
+@pytest.mark.parametrize("kind", ["loop", "fifo"])
+def test_a_command_that_is_a_link_loop_or_a_fifo_loses_its_games_and_nothing_else(tmp_path: Path,
+                                                                                   kind: str) -> None:
+    """The red team's './loop' (ln -s loop loop): the hint's Path.resolve() raised RuntimeError,
+    check-bot and play printed a traceback and a strict tournament stopped after losing the
+    worker three times. A FIFO must not be opened (it would block or be read)."""
+    folder = tmp_path / "bots" / kind
+    write_bot(folder, kind, [f"./{kind}"], protocol="stdio")
+    if kind == "loop":
+        (folder / "loop").symlink_to("loop")
+    else:
+        os.mkfifo(folder / "fifo")
+    code, out = check_bot(folder)
+    assert code == 1 and "cannot start" in out, out
+    shutil.copytree(sample_bots_dir() / "random", tmp_path / "bots" / "random")
+    ran = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--games", "2", "--sandbox", "none",
+                "--out", str(tmp_path / "out"), timeout=120)
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stdout + ran.stderr
+    assert "done: 2 games played now" in ran.stdout and "2 ended abnormally" in ran.stdout, ran.stdout
