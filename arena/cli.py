@@ -696,15 +696,16 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
 
     # Errors (exit status 3, no verdict) are VerdictCommand's: exit 1 means "H0 accepted" here.
     _output_paths(out, logs)
-    click.echo(f"SPRT {new.name} vs {old.name}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
+    names = [for_terminal(bot.name, newlines=False) for bot in (new, old)]  # folder names: any text
+    click.echo(f"SPRT {names[0]} vs {names[1]}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
                f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
     state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
                      launcher=_launcher(sandbox), ruleset=_ruleset(game, edition, components_file),
                      time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
                      on_pair=report, concurrency=concurrency)
-    verdict = {"accept H1": f"H1 accepted: {new.name} is stronger (elo >= {elo1:g} more likely "
+    verdict = {"accept H1": f"H1 accepted: {names[0]} is stronger (elo >= {elo1:g} more likely "
                             f"than elo <= {elo0:g})",
-               "accept H0": f"H0 accepted: {new.name} is not stronger by {elo1:g} elo",
+               "accept H0": f"H0 accepted: {names[0]} is not stronger by {elo1:g} elo",
                "continue": f"no decision after {state.games} games (max-games reached)"}[state.status]
     click.echo(verdict + (f"; {state.failures} game(s) ended abnormally" if state.failures else ""))
     raise SystemExit({"accept H1": 0, "accept H0": 1, "continue": 2}[state.status])
@@ -732,13 +733,13 @@ def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -
     for line in report.lines:
         click.echo(for_terminal(line, newlines=False))
     if done.installed is None:
-        click.echo(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} problem(s):",
-                   err=True)
+        click.echo(for_terminal(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} "
+                                f"problem(s):", newlines=False), err=True)
         _echo_problems(report.problems)
         raise SystemExit(1)
     if done.previous is not None:
-        click.echo(f"replaced: the previous version is kept in {done.previous}")
-    click.echo(f"ACCEPTED: installed as {done.installed}")
+        click.echo(for_terminal(f"replaced: the previous version is kept in {done.previous}", newlines=False))
+    click.echo(for_terminal(f"ACCEPTED: installed as {done.installed}", newlines=False))
 
 
 @main.command("new-bot")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -257,3 +258,20 @@ def test_inside_refuses_paths_that_leave_the_folder(tmp_path: Path) -> None:
     (tmp_path / "out").symlink_to("/tmp")
     with pytest.raises(ConfigError, match="leads outside"):
         inside(tmp_path, "out")
+
+
+def test_submit_and_sprt_escape_the_folder_names_they_print(tmp_path: Path) -> None:
+    """A folder named with an OSC sequence and a newline reached the terminal raw in submit's
+    REFUSED line and sprt's header (red team)."""
+    folder = tmp_path / "b\x1b]0;PWN\x07x\nNEWLINE"
+    shutil.copytree(sample_bots_dir() / "random", folder)
+    entrants = tmp_path / "entrants"
+    shutil.copytree(sample_bots_dir() / "random", entrants / "random")  # the name is taken: refused
+    submitted = arena("submit", str(folder), "--entrants", str(entrants), "--sandbox", "none", "--games", "2")
+    sprt = arena("sprt", str(folder), str(sample_bots_dir() / "random"), "--max-games", "2",
+                 "--time-per-move", "200", "--logs", str(tmp_path / "logs"))
+    assert submitted.returncode == 1 and "REFUSED" in submitted.stderr, submitted.stdout + submitted.stderr
+    assert sprt.returncode in (0, 1, 2) and "SPRT" in sprt.stdout, sprt.stdout + sprt.stderr
+    for proc in (submitted, sprt):
+        assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
+        assert not any(line.startswith("NEWLINE") for line in (proc.stdout + proc.stderr).splitlines())
