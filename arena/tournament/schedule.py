@@ -86,8 +86,8 @@ def iter_schedule(plan: Plan, completed: Collection[str] = ()) -> Iterator[GameS
             seed = pair_seed(plan.seed, pairing, k)
             pair = index // 2
             for seat0, seat1 in (pairing, pairing[::-1]):
-                game_id = _game_id(f"{index:0{width}d}", seat0, seat1, f"p{pair}")
-                if game_id not in done:
+                game_id, uncut = _game_id(f"{index:0{width}d}", seat0, seat1, f"p{pair}")
+                if game_id not in done and uncut not in done:  # uncut: a folder resumed from before
                     yield GameSpec(index, game_id, seat0, seat1, seed, pair)
                 index += 1
 
@@ -144,16 +144,17 @@ def _slug(name: str) -> str:
 GAME_ID_MAX = 128  # the protocol's limit (protocol/schemas/common.json)
 
 
-def _game_id(number: str, seat0: str, seat1: str, pair: str) -> str:
-    """``<number>-<seat0>-vs-<seat1>-<pair>``; when two long names (up to 64 characters each)
-    would make it longer than the protocol allows, each name is cut to what fits (the number
-    keeps it unique). Ids that fit are never cut, so folders resumed keep their ids."""
+def _game_id(number: str, seat0: str, seat1: str, pair: str) -> tuple[str, str]:
+    """``<number>-<seat0>-vs-<seat1>-<pair>``, and the same uncut. When two long names (up to
+    64 characters each) would make it longer than the protocol allows, each name is cut to
+    what fits (the number keeps it unique). A folder stored before ids were cut holds the
+    uncut id of such a game: a resume must know it as played."""
     slugs = [_slug(seat0), _slug(seat1)]
-    game_id = f"{number}-{slugs[0]}-vs-{slugs[1]}-{pair}"
+    uncut = game_id = f"{number}-{slugs[0]}-vs-{slugs[1]}-{pair}"
     if len(game_id) > GAME_ID_MAX:
         room = max(1, (GAME_ID_MAX - len(f"{number}--vs--{pair}")) // 2)
         game_id = f"{number}-{slugs[0][:room]}-vs-{slugs[1][:room]}-{pair}"
-    return game_id
+    return game_id, uncut
 
 
 __all__ = ["SEED_BITS", "GameSpec", "Plan", "gauntlet_schedule", "iter_schedule", "match_schedule",

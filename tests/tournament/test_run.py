@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import select
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -232,3 +233,28 @@ def test_on_a_terminal_an_interrupted_run_shows_its_last_game_in_the_progress_li
     assert f"{kept} of 400 games are stored" in after
     last = [part for part in before.split("\r") if "games " in part][-1]
     assert last.strip().startswith(f"games {kept}/400 |"), (last, kept)
+
+
+def test_a_folder_stored_before_long_ids_were_cut_resumes(tmp_path: Path) -> None:
+    """Two 64-character names: ids are now cut to the protocol's 128 characters, but a folder
+    stored before holds the uncut ids. Its resume replayed the first game and stopped ('is
+    already stored as ...') on every try (red team)."""
+    bots = tmp_path / "bots"
+    for name in ("a" * 64, "b" * 63 + "c"):
+        shutil.copytree(SAMPLES / "random", bots / name[0])
+        manifest = bots / name[0] / "bot.toml"
+        manifest.write_text(manifest.read_text().replace('name = "random"', f'name = "{name}"'))
+    args = ["run-tournament", "--bots", str(bots), "--games", "2", "--sandbox", "none",
+            "--out", str(tmp_path / "out")]
+    assert arena(*args).returncode == 0
+    with sqlite3.connect(tmp_path / "out" / "tournament.db") as conn:  # as the old code stored it
+        (cut,) = conn.execute("SELECT game_id FROM games WHERE idx = 0").fetchone()
+        uncut = f"0000-{'a' * 64}-vs-{'b' * 63}c-p0"
+        conn.execute("UPDATE games SET game_id = ?, record = json_set(record, '$.game_id', ?) WHERE idx = 0",
+                     (uncut, uncut))
+        conn.execute("DELETE FROM games WHERE idx = 1")
+    assert len(cut) <= 128 < len(uncut)
+    resumed = arena(*args)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "done: 1 games played now, 1 were already stored" in resumed.stdout, resumed.stdout
+    assert sorted(db_rows(tmp_path / "out", "SELECT idx FROM games")) == [(0,), (1,)]
