@@ -275,3 +275,24 @@ def test_submit_and_sprt_escape_the_folder_names_they_print(tmp_path: Path) -> N
     for proc in (submitted, sprt):
         assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
         assert not any(line.startswith("NEWLINE") for line in (proc.stdout + proc.stderr).splitlines())
+
+
+@pytest.mark.parametrize("command", ["check-bot", "play", "run-tournament"])
+def test_a_linked_bot_toml_is_never_read(tmp_path: Path, command: str) -> None:
+    """The manifest is opened without following links, everywhere: submit's check before the
+    read could be raced (a link swapped in meanwhile: the red team read a root-only value in
+    6 submits of 15), and other commands quoted the target's values too."""
+    secret = tmp_path / "secrets.toml"
+    secret.write_text('name = "ROOT-ONLY-hunter2!"\n')
+    secret.chmod(0o600)
+    folder = tmp_path / "bots" / "bot"
+    misbehaving_bot(folder, "hostile_info", name="linky")
+    (folder / "bot.toml").unlink()
+    (folder / "bot.toml").symlink_to(secret)
+    args = {"check-bot": [str(folder)], "play": [str(folder), str(sample_bots_dir() / "random")],
+            "run-tournament": ["--bots", str(tmp_path / "bots"), "--sandbox", "none",
+                               "--out", str(tmp_path / "out")]}[command]
+    proc = arena(command, *args)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output
+    assert "hunter2" not in output and "bot.toml must be a plain text file, not a link" in output, output

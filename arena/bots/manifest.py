@@ -20,6 +20,7 @@ name, the command's words and the build command by :mod:`arena.untrusted`.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import re
 import select
@@ -156,8 +157,15 @@ MANIFEST_MAX_BYTES = 1 << 20
 def _read_manifest(path: Path) -> str:
     """The text of a bot.toml: a regular file of at most MANIFEST_MAX_BYTES. Opened without
     blocking, so a FIFO (or a link to one, or to /dev/zero) is an error, not a hang or a
-    harness filling its memory. Raises OSError or UnicodeDecodeError."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    harness filling its memory. Never through a link (O_NOFOLLOW): `arena submit` refuses
+    links before it reads, and a link swapped in after that check must not be read (as root)
+    either. Raises OSError or UnicodeDecodeError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(f"a symbolic link ({MANIFEST} must be a plain text file, not a link)") from None
+        raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"not a regular file ({MANIFEST} must be a plain text file)")
