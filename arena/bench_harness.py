@@ -207,8 +207,8 @@ class Bench:
 
 def _poll(process: subprocess.Popen[bytes], peaks: dict[int, int], coordinator_rss: list[int]) -> None:
     """While the coordinator runs: its RSS (VmRSS, kB) at each poll, and the peak RSS
-    (VmHWM) of each of its Python children but multiprocessing's resource tracker: the
-    referee workers."""
+    (VmHWM) of each referee worker: a child spawned by multiprocessing, but its resource
+    tracker (a child caught between fork and exec still shows the coordinator's memory)."""
     while process.poll() is None:
         try:
             coordinator_rss += [int(line.split()[1]) for line in
@@ -219,8 +219,9 @@ def _poll(process: subprocess.Popen[bytes], peaks: dict[int, int], coordinator_r
         for pid in _children(process.pid):
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                if b"python" not in os.path.basename(cmdline[0]) or b"resource_tracker" in b" ".join(cmdline):
-                    continue  # not a worker
+                line = b" ".join(cmdline)
+                if b"--multiprocessing-fork" not in line or b"resource_tracker" in line:
+                    continue  # not a worker: a child forked and not exec'd yet has the coordinator's
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmHWM:"):
                         peaks[pid] = max(peaks.get(pid, 0), int(line.split()[1]))
