@@ -355,7 +355,7 @@ class BotHandle:
         """A process of the running bot is on a CPU or waiting for one (state R): it is
         thinking, not waiting for input. Read from /proc, for a hint only."""
         return self.process is not None and any(
-            stat.state == "R" for stat in self.process.tree.scan().values())
+            found.state == "R" for found in self.process.tree.scan().values())
 
     def kill(self) -> None:
         """Kill the whole process tree now (idempotent); the next start is a fresh process."""
