@@ -218,9 +218,8 @@ def _poll(process: subprocess.Popen[bytes], peaks: dict[int, int], coordinator_r
             pass
         for pid in _children(process.pid):
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                line = b" ".join(cmdline)
-                if b"--multiprocessing-fork" not in line or b"resource_tracker" in line:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                if b"--multiprocessing-fork" not in command or b"resource_tracker" in command:
                     continue  # not a worker: a child forked and not exec'd yet has the coordinator's
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmHWM:"):
