@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import stat
@@ -268,8 +269,8 @@ def _plain_modes(folder: Path) -> None:
 
 def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | None = None,
            replace: bool = False) -> Submission:
-    """Build and check ``bot``, under ``launcher`` (default: strict); copy it into
-    ``entrants/<name>`` only if it passes.
+    """Copy ``bot`` into a private folder inside ``entrants``, build and check the copy under
+    ``launcher`` (default: strict), and move it to ``entrants/<name>`` only if it passes.
 
     An existing entrant of the same name is refused (before anything runs) unless
     ``replace``; then it is moved to ``entrants/.previous/<name>-<UTC time>/`` (a folder of
@@ -296,9 +297,8 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     if too_big:
         return Submission(ConformanceReport(problems=[too_big]))
     launcher = launcher or Launcher.for_level("strict")
-    report = run_conformance(bot, games=games, launcher=launcher, submitting=True)
-    if report.problems:
-        return Submission(report)
+    report = ConformanceReport()
+    created = not entrants.exists()
     entrants.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
     try:
@@ -313,12 +313,19 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
             report.problems.append(f"{shown(str(manifest.folder))}: cannot copy it: {shown(str(what), 300)} "
                                    "(a bot folder holds only folders and regular files)")
             return Submission(report)
-        try:  # the bot may have made links since the check: judge the copy itself
+        try:  # the bot may have made links since the first look: judge the copy itself
             refuse_symlinks(staging / "bot", manifest.folder)
         except ArenaError as exc:
             report.problems.append(str(exc))
             return Submission(report)
         _plain_modes(staging / "bot")
+        # The check runs on the copy, which its author can no longer change (a root-owned 0700
+        # folder): what is installed is what passed. Before, the folder was checked and then
+        # copied, and files swapped in meanwhile were installed unchecked.
+        report = _as_submitted(run_conformance(staging / "bot", games=games, launcher=launcher,
+                                               submitting=True), staging / "bot", bot)
+        if report.problems:
+            return Submission(report)
         previous = None
         if target.exists() or target.is_symlink():
             if not replace:  # appeared while the check ran
@@ -336,4 +343,19 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
         (staging / "bot").rename(target)
     finally:
         remove_tree(staging)
+        if created and not target.exists():
+            try:
+                entrants.rmdir()  # made for this submission, which was refused: leave no trace
+            except OSError:
+                pass
     return Submission(report, target, previous)
+
+
+def _as_submitted(report: ConformanceReport, copy: Path, folder: Path) -> ConformanceReport:
+    """The report of the check of ``copy``, its paths named as in the folder handed in."""
+    def named(text: str) -> str:
+        return text.replace(str(copy), str(folder))
+
+    return dataclasses.replace(report, lines=[named(t) for t in report.lines],
+                               problems=[named(t) for t in report.problems],
+                               warnings=[named(t) for t in report.warnings])

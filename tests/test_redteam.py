@@ -167,7 +167,7 @@ def test_submit_of_a_folder_nested_too_deeply_is_refused_in_one_line(tmp_path: P
     assert "Traceback" not in run.stderr, run.stderr[-2000:]
     assert "nested too deeply" in run.stdout + run.stderr
     assert not (tmp_path / "entrants" / "deepbot").exists()
-    assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
+    assert not (tmp_path / "entrants").exists()  # made for the submission, removed with its refusal
 
 
 # ------------------------------------------------------------------ bots talking to each other
@@ -240,6 +240,22 @@ def test_submit_never_installs_a_setuid_or_world_writable_file(tmp_path: Path) -
     assert os.stat(entrants / "suidbot" / "tool").st_mode & 0o111 == 0o111  # still runs
 
 
+def test_submit_installs_the_folder_it_checked_not_what_the_author_changed_meanwhile(tmp_path: Path) -> None:
+    """Submit checked the folder, then copied it: a bot that rewrote its own folder during
+    the check games (or an author racing it) had the rewrite installed unchecked. The check
+    now runs on a copy, and that copy is what is installed."""
+    bot = _copy_random(tmp_path / "tamper", "tamper")
+    source = (bot / "bot.py").read_text()
+    (bot / "bot.py").write_text(f"open({str(bot / 'bot.py')!r}, 'a').write('\\nTAMPERED = 1\\n')\n" + source)
+    entrants = tmp_path / "entrants"
+    run = arena("submit", str(bot), "--entrants", str(entrants), "--sandbox", "none", "--games", "2",
+                timeout=300)
+    assert "ACCEPTED" in run.stdout + run.stderr, run.stdout + run.stderr
+    assert (bot / "bot.py").read_text().endswith("TAMPERED = 1\n")  # it did rewrite the folder handed in
+    assert (entrants / "tamper" / "bot.py").read_text() == (bot / "bot.py").read_text().split("\nTAMPERED")[0]
+    assert ".tamper-" not in run.stdout + run.stderr  # the report names the folder handed in, not the copy
+
+
 def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path) -> None:
     bot = _copy_random(tmp_path / "fifobot", "fifobot")
     os.mkfifo(bot / "pipe")
@@ -248,7 +264,7 @@ def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path
                 "--games", "2", timeout=300)
     assert "Traceback" not in run.stderr, run.stderr[-2000:]  # shutil.Error from copytree
     assert "is a named pipe" in run.stdout + run.stderr, run.stdout + run.stderr
-    assert [p.name for p in (tmp_path / "entrants").iterdir()] == []
+    assert not (tmp_path / "entrants").exists()  # made for the submission, removed with its refusal
 
 
 @pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a=" * 5000 + "}" * 5000])
