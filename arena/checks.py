@@ -22,7 +22,7 @@ from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
-from arena.untrusted import inside, refuse_symlinks, remove_tree, shown, walk
+from arena.untrusted import copy_folder, inside, refuse_symlinks, remove_tree, shown, walk
 
 SLOW_START_S = 2.0
 
@@ -256,17 +256,6 @@ def _too_big(folder: Path) -> str | None:
     return None
 
 
-def _plain_modes(folder: Path) -> None:
-    """The copy (owned by root) without setuid, setgid or sticky bits and writable by root
-    only: copytree keeps modes, so a setuid file handed in became a root-owned setuid
-    program that any local user could run."""
-    for root, dirs, files in walk(folder):
-        for path in [root, *(os.path.join(root, name) for name in dirs + files)]:
-            info = os.lstat(path)
-            if not stat.S_ISLNK(info.st_mode):
-                os.chmod(path, stat.S_IMODE(info.st_mode) & 0o755)
-
-
 def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | None = None,
            replace: bool = False) -> Submission:
     """Copy ``bot`` into a private folder inside ``entrants``, build and check the copy under
@@ -277,7 +266,6 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     bot folders one level down, so a tournament over ``entrants/`` never picks it up) and
     the new copy takes its place. The copy is complete before the old one moves.
     """
-    import shutil
     import tempfile
     from datetime import UTC, datetime
 
@@ -296,29 +284,29 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     too_big = _too_big(manifest.folder)
     if too_big:
         return Submission(ConformanceReport(problems=[too_big]))
+    if manifest.folder in entrants.resolve().parents or entrants.resolve() == manifest.folder:
+        return Submission(ConformanceReport(problems=[
+            f"{shown(str(entrants))}: the entrants folder is inside the bot folder {shown(str(bot))}: "
+            "choose one outside it"]))
     launcher = launcher or Launcher.for_level("strict")
     report = ConformanceReport()
     created = not entrants.exists()
     entrants.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
     try:
-        try:
-            shutil.copytree(manifest.folder, staging / "bot", symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        except RecursionError:  # Python 3.11's copytree recurses once per folder level
-            report.problems.append(f"{shown(str(manifest.folder))}: folders nested too deeply to copy")
-            return Submission(report)
-        except OSError as exc:  # a FIFO, a socket or a device (shutil.Error lists them), unreadable
-            what = exc.args[0][0][2] if isinstance(exc, shutil.Error) and exc.args and exc.args[0] else exc
-            report.problems.append(f"{shown(str(manifest.folder))}: cannot copy it: {shown(str(what), 300)} "
-                                   "(a bot folder holds only folders and regular files)")
-            return Submission(report)
-        try:  # the bot may have made links since the first look: judge the copy itself
-            refuse_symlinks(staging / "bot", manifest.folder)
+        try:  # never through a link, even one swapped in meanwhile; modes made plain (0o755 at most)
+            copy_folder(bot, staging / "bot", links_inside=False, mode_mask=0o755,
+                        max_bytes=SUBMIT_MAX_BYTES, max_files=SUBMIT_MAX_FILES)
+            copied = Manifest.load(staging / "bot")
         except ArenaError as exc:
             report.problems.append(str(exc))
             return Submission(report)
-        _plain_modes(staging / "bot")
+        except OSError as exc:
+            report.problems.append(f"{shown(str(bot))}: cannot copy it: {shown(exc.strerror or str(exc))}")
+            return Submission(report)
+        if copied.name != manifest.name:
+            report.problems.append(f"{shown(str(bot))}: its bot.toml changed while it was copied")
+            return Submission(report)
         # The check runs on the copy, which its author can no longer change (a root-owned 0700
         # folder): what is installed is what passed. Before, the folder was checked and then
         # copied, and files swapped in meanwhile were installed unchecked.

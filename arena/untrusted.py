@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from arena.errors import ConfigError
+from arena.errors import ArenaError, ConfigError
 
 NAME_MAX = 64
 NAME_RULE = ("1 to 64 characters: ASCII letters, digits, '-', '_' and '.', "
@@ -241,7 +242,130 @@ def refuse_symlinks(folder: Path, label: Path | str | None = None) -> None:
                           f"files in instead); found {listed}{more}")
 
 
-__all__ = ["ARGUMENT_RULE", "NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings", "csv_cell",
+__all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings",
+           "copy_folder", "csv_cell",
            "csv_frame", "file_name", "for_terminal", "inside", "is_argument", "is_valid_name",
            "may_hold_surrogates", "refuse_symlinks", "remove_tree", "shown", "symlinks_in", "valid_unicode",
            "walk"]
+
+
+COPY_MAX_DEPTH = 256  # folder levels a copied bot folder may have
+
+
+def copy_folder(source: Path | str, target: Path | str, *, links_inside: bool, mode_mask: int = 0o777,
+                max_bytes: int | None = None, max_files: int | None = None) -> None:
+    """Copy the bot folder ``source`` to the new folder ``target``, never through a link,
+    even one swapped in while the copy runs: every folder and file is opened relative to
+    its parent's descriptor with O_NOFOLLOW and judged by ``fstat`` of what was opened, not
+    by its name (shutil.copytree lists a folder, then opens each subfolder by name: a
+    subfolder swapped for a link meanwhile was followed, and a root-only folder copied).
+
+    Symbolic links are copied as links when ``links_inside`` and they stay inside the folder
+    (relative, not climbing out), refused otherwise; anything but folders, regular files and
+    such links is refused. Modes are kept under ``mode_mask``. ``max_bytes`` and
+    ``max_files`` bound what is copied, counted as it is copied. Raises ArenaError saying
+    what was refused and where; ``target`` is left for the caller to remove."""
+    source = Path(source)
+    target = Path(target)
+    flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    root_fd = os.open(source, flags_dir)
+    copied = [0, 0]  # bytes, files
+
+    def refuse(relative: str, why: str) -> ArenaError:
+        return ArenaError(f"bot folder {shown(str(source), 200)}: {shown(relative, 200)} {why}")
+
+    def open_dir(parts: tuple[str, ...]) -> int:
+        fd = os.dup(root_fd)
+        for part in parts:
+            try:
+                child = os.open(part, flags_dir, dir_fd=fd)
+            except OSError as exc:
+                raise refuse("/".join(parts), f"is not a folder any more ({exc.strerror})") from None
+            finally:
+                os.close(fd)
+            fd = child
+        return fd
+
+    def count(files: int, size: int, relative: str) -> None:
+        copied[0] += size
+        copied[1] += files
+        if max_files is not None and copied[1] > max_files:
+            raise refuse(relative, f"is past the limit of {max_files:,} files and folders")
+        if max_bytes is not None and copied[0] > max_bytes:
+            raise refuse(relative, f"is past the limit of {max_bytes >> 20:,} MiB in all")
+
+    try:
+        os.mkdir(target, 0o700)
+        modes = [(target, stat.S_IMODE(os.fstat(root_fd).st_mode) & mode_mask)]  # set last: 0o500 folders
+        pending: list[tuple[str, ...]] = [()]
+        while pending:
+            parts = pending.pop()
+            if len(parts) > COPY_MAX_DEPTH:
+                raise refuse("/".join(parts), f"is nested too deeply (more than {COPY_MAX_DEPTH} folders)")
+            here = target.joinpath(*parts)
+            fd = open_dir(parts)
+            try:
+                with os.scandir(fd) as entries:
+                    names = sorted(entry.name for entry in entries)
+                for name in names:
+                    relative = "/".join((*parts, name))
+                    try:  # an entry gone or swapped since the listing is refused, not followed
+                        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                        count(1, 0, relative)
+                        if stat.S_ISLNK(info.st_mode):
+                            link = os.readlink(name, dir_fd=fd)
+                            lands = os.path.normpath(os.path.join(*parts, link))
+                            climbs = lands == ".." or lands.startswith("../")
+                            if not links_inside:
+                                raise refuse(relative, f"is a symbolic link (to {shown(link, 120)}): "
+                                                       "copy the file in instead")
+                            if os.path.isabs(link) or climbs:
+                                raise ArenaError(f"bot folder {shown(str(source), 200)}: the symlink "
+                                                 f"{shown(relative, 200)} points outside the folder "
+                                                 f"({shown(link, 120)}); copy the file in instead")
+                            os.symlink(link, here / name)
+                        elif stat.S_ISDIR(info.st_mode):
+                            os.mkdir(here / name, 0o700)
+                            modes.append((here / name, stat.S_IMODE(info.st_mode) & mode_mask))
+                            pending.append((*parts, name))
+                        elif stat.S_ISREG(info.st_mode):
+                            _copy_file(fd, name, here / name, mode_mask,
+                                       lambda size, r=relative: count(0, size, r),
+                                       lambda why, r=relative: refuse(r, why))
+                        else:
+                            kind = ("a named pipe" if stat.S_ISFIFO(info.st_mode) else "a socket"
+                                    if stat.S_ISSOCK(info.st_mode) else "a device")
+                            raise refuse(relative, f"is {kind}: a bot folder holds only folders and files")
+                    except OSError as exc:
+                        raise refuse(relative, f"cannot be copied ({exc.strerror})") from None
+            finally:
+                os.close(fd)
+        for folder, mode in reversed(modes):
+            os.chmod(folder, mode)
+    finally:
+        os.close(root_fd)
+
+
+def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any, refuse: Any) -> None:
+    """One regular file, opened without following a link and without blocking (a FIFO
+    swapped in is refused, not waited on)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise refuse("is not a regular file any more")
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            while chunk := os.read(fd, 1 << 20):
+                count(len(chunk))
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(out, view):]
+        finally:
+            os.close(out)
+        os.chmod(target, stat.S_IMODE(info.st_mode) & mode_mask)
+    finally:
+        os.close(fd)

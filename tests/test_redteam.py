@@ -256,6 +256,15 @@ def test_submit_installs_the_folder_it_checked_not_what_the_author_changed_meanw
     assert ".tamper-" not in run.stdout + run.stderr  # the report names the folder handed in, not the copy
 
 
+def test_submit_refuses_an_entrants_folder_inside_the_bot_folder(tmp_path: Path) -> None:
+    """The copy went into the folder being copied, again and again, until 'File name too
+    long': with a bot near the size limit, a hundred copies of it (red team)."""
+    bot = _copy_random(tmp_path / "selfbot", "selfbot")
+    run = arena("submit", str(bot), "--entrants", str(bot / "entrants"), "--sandbox", "none", "--games", "2")
+    assert run.returncode == 1 and "the entrants folder is inside the bot folder" in run.stderr, run.stderr
+    assert not (bot / "entrants").exists()
+
+
 def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path) -> None:
     bot = _copy_random(tmp_path / "fifobot", "fifobot")
     os.mkfifo(bot / "pipe")

@@ -296,3 +296,51 @@ def test_a_linked_bot_toml_is_never_read(tmp_path: Path, command: str) -> None:
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in output, output
     assert "hunter2" not in output and "bot.toml must be a plain text file, not a link" in output, output
+
+
+@pytest.mark.parametrize("links_inside", [False, True])
+def test_a_folder_copy_never_follows_a_link_swapped_in_while_it_copies(tmp_path: Path,
+                                                                       links_inside: bool) -> None:
+    """The red team swapped a subfolder for a link to a root-only folder while submit copied:
+    shutil.copytree had listed it as a folder and then opened it by name, so the secret was
+    installed with the bot. Here a thread keeps swapping while the folder is copied again and
+    again: no copy may ever hold the secret (each either refuses the link or copies the
+    subfolder). shutil.copytree, in the same loop, copied the secret 17 times in 60."""
+    import threading
+
+    from arena.errors import ArenaError
+    from arena.untrusted import copy_folder
+
+    secret = tmp_path / "secret"
+    secret.mkdir(mode=0o700)
+    (secret / "secret.txt").write_text("ROOT-ONLY")
+    bot = tmp_path / "bot"
+    (bot / "many").mkdir(parents=True)
+    for number in range(300):
+        (bot / "many" / f"f{number}").write_text("x")
+    (bot / "sub").mkdir()
+    (bot / "sub" / "mine.txt").write_text("mine")
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            os.rename(bot / "sub", tmp_path / "held")
+            os.symlink(secret, bot / "sub")
+            os.unlink(bot / "sub")
+            os.rename(tmp_path / "held", bot / "sub")
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    leaked = refused = 0
+    try:
+        for number in range(60):
+            target = tmp_path / f"copy{number}"
+            try:
+                copy_folder(bot, target, links_inside=links_inside)
+            except ArenaError:
+                refused += 1
+            leaked += (target / "sub" / "secret.txt").exists()
+    finally:
+        stop.set()
+        swapper.join()
+    assert leaked == 0, f"{leaked} copies of 60 hold the secret ({refused} refused)"

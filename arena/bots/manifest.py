@@ -25,7 +25,6 @@ import os
 import re
 import select
 import shlex
-import shutil
 import stat
 import sys
 import time
@@ -33,11 +32,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arena.errors import BotStartError, ConfigError
+from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.resources import package_path
 from arena.schemas import got, load_schema, parse_toml, problem
 from arena.schemas import problems as schema_problems
-from arena.untrusted import ARGUMENT_RULE, cap, for_terminal, is_argument, remove_tree, shown, walk
+from arena.untrusted import (
+    ARGUMENT_RULE,
+    cap,
+    copy_folder,
+    for_terminal,
+    is_argument,
+    remove_tree,
+    shown,
+)
 
 if TYPE_CHECKING:
     from arena.launch.launcher import Launcher
@@ -224,28 +231,10 @@ def private_copy(source: Path, target: Path) -> None:
     elif target.exists():
         remove_tree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.mkdir(mode=0o755)
-    for root, dirs, files in walk(source):
-        here = Path(root)
-        for name in dirs + files:
-            src = here / name
-            dst = target / src.relative_to(source)
-            info = os.lstat(src)
-            if stat.S_ISLNK(info.st_mode):
-                link = os.readlink(src)
-                resolved = os.path.normpath(os.path.join(here, link))
-                if os.path.isabs(link) or not (resolved + "/").startswith(str(source) + "/"):
-                    raise BotStartError(f"bot folder {source}: the symlink {src.relative_to(source)} "
-                                        f"points outside the folder ({link}); copy the file in instead")
-                os.symlink(link, dst)
-            elif stat.S_ISDIR(info.st_mode):
-                dst.mkdir(mode=0o755)
-            elif stat.S_ISREG(info.st_mode):
-                shutil.copyfile(src, dst)
-                os.chmod(dst, info.st_mode & 0o777)
-            else:
-                raise BotStartError(f"bot folder {source}: {src.relative_to(source)} is not a regular "
-                                    "file, folder or symlink")
+    try:  # never through a link swapped in while it copies (see copy_folder)
+        copy_folder(source, target, links_inside=True)
+    except ArenaError as exc:
+        raise BotStartError(str(exc)) from None
 
 
 class _Capture:

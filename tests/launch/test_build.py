@@ -231,7 +231,7 @@ def test_symlink_out_of_the_bot_folder_is_refused(tmp_path: Path) -> None:
     (source / "secrets").symlink_to("/etc/shadow")
     proc = arena("check-bot", str(source), "--sandbox", "strict", "--games", "2")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "symlink secrets points outside the folder" in proc.stderr
+    assert "symlink 'secrets' points outside the folder" in proc.stderr
 
 
 @needs_strict
