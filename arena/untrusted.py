@@ -13,7 +13,9 @@ the files of its folder, the output of its build) is hostile until it has passed
   visible escapes before text is printed;
 - :func:`csv_cell` keeps a spreadsheet from reading a cell as a formula;
 - :func:`inside` builds a path from a name and refuses one that leaves its folder;
-- :func:`refuse_symlinks` refuses a bot folder holding symbolic links.
+- :func:`refuse_symlinks` refuses a bot folder holding symbolic links;
+- :func:`copy_folder` copies a bot folder without ever following a link, even one swapped
+  in while it copies (submit's copy, strict's private build copy).
 """
 
 from __future__ import annotations
@@ -242,12 +244,6 @@ def refuse_symlinks(folder: Path, label: Path | str | None = None) -> None:
                           f"files in instead); found {listed}{more}")
 
 
-__all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings",
-           "copy_folder", "csv_cell",
-           "csv_frame", "file_name", "for_terminal", "inside", "is_argument", "is_valid_name",
-           "may_hold_surrogates", "refuse_symlinks", "remove_tree", "shown", "symlinks_in", "valid_unicode",
-           "walk"]
-
 
 COPY_MAX_DEPTH = 256  # folder levels a copied bot folder may have
 
@@ -369,3 +365,9 @@ def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any,
         os.chmod(target, stat.S_IMODE(info.st_mode) & mode_mask)
     finally:
         os.close(fd)
+
+
+__all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings",
+           "copy_folder", "csv_cell", "csv_frame", "file_name", "for_terminal", "inside", "is_argument",
+           "is_valid_name", "may_hold_surrogates", "refuse_symlinks", "remove_tree", "shown", "symlinks_in",
+           "valid_unicode", "walk"]

@@ -47,6 +47,7 @@ from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
 from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem
 from arena.tournament.schedule import Plan
+from arena.untrusted import is_argument
 
 Format = Literal["round-robin", "gauntlet"]
 SCHEMA: dict[str, Any] = load_schema("tournament")
@@ -386,15 +387,6 @@ def _meant_as_bot(given: _Given, folder: Path) -> bool:
     return False
 
 
-def _is_utf8(path: Path) -> bool:
-    """Whether ``path`` is valid UTF-8 (a name that is not decodes to lone surrogates)."""
-    try:
-        str(path).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
     """Expand folders of bot folders (sorted), read each bot.toml, check names are unique."""
     expected = f"bot folders (each holding a {MANIFEST}) or folders of bot folders"
@@ -414,7 +406,7 @@ def _entrants(given: _Given, folders: list[Path]) -> tuple[Entrant, ...]:
         expanded.extend(p.resolve() for p in inner)
     entrants = []
     for folder in expanded:
-        if not _is_utf8(folder):  # its results (the entrants table, games.jsonl) hold the path
+        if not is_argument(str(folder)):  # lone surrogates: bytes not UTF-8 (results hold it)
             raise given.error(expected, f"{got(str(folder))}: its path is not valid UTF-8; rename it")
         manifest = Manifest.load(folder)
         entrants.append(Entrant(manifest.name, folder, manifest.description))
