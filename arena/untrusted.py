@@ -204,21 +204,64 @@ def walk(folder: Path | str) -> Iterator[tuple[str, list[str], list[str]]]:
 
 
 def remove_tree(folder: Path | str) -> None:
-    """``shutil.rmtree(folder, ignore_errors=True)`` without recursion (see :func:`walk`);
-    symlinks are removed, never followed."""
-    folders = []
-    for root, _dirs, files in walk(folder):
-        folders.append(root)
-        for name in files:
+    """``shutil.rmtree(folder, ignore_errors=True)`` that a bot's tree cannot break: no
+    recursion (Python 3.11's rmtree raises RecursionError about 1000 folders deep, which a
+    bot's scratch folder can hold) and no path names (a tree deeper than PATH_MAX is removed
+    too): each folder is opened relative to its parent's descriptor, with O_NOFOLLOW, so a
+    link, even one swapped in meanwhile, is removed and never followed. What cannot be
+    removed is left."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        top = os.open(folder, flags)
+    except OSError:
+        return
+    # One frame per open folder: its descriptor, its name in its parent, the subfolders left.
+    stack: list[tuple[int, str, list[str]]] = [(top, "", _empty_but_folders(top))]
+    while stack:
+        fd, name, subfolders = stack[-1]
+        if subfolders:
+            child = subfolders.pop()
             try:
-                os.unlink(os.path.join(root, name))
+                child_fd = os.open(child, flags, dir_fd=fd)
+            except OSError:  # gone, swapped for a link (removed), or out of descriptors (left)
+                _unlink_at(fd, child)
+                continue
+            stack.append((child_fd, child, _empty_but_folders(child_fd)))
+            continue
+        os.close(fd)
+        stack.pop()
+        if stack:
+            try:
+                os.rmdir(name, dir_fd=stack[-1][0])
             except OSError:
                 pass
-    for path in reversed(folders):
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def _empty_but_folders(dir_fd: int) -> list[str]:
+    """Remove everything in the open folder but its subfolders, and return their names."""
+    subfolders = []
+    try:
+        with os.scandir(dir_fd) as entries:
+            names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    except OSError:
+        return []
+    for name, is_dir in names:
+        if is_dir:
+            subfolders.append(name)
+        else:
+            _unlink_at(dir_fd, name)
+    return subfolders
+
+
+def _unlink_at(dir_fd: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError:
+        pass
 
 
 def symlinks_in(folder: Path) -> list[Path]:

@@ -38,9 +38,12 @@ def _strict_available() -> bool:
 needs_strict = pytest.mark.skipif(not _strict_available(), reason="the strict sandbox is not available here")
 
 
-def arena(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``arena ARGS...`` in a real subprocess (in ``cwd``); its output is captured as text."""
-    return subprocess.run([*ARENA_ARGV, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+def arena(*args: str, timeout: float = 300, cwd: Path | None = None,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``arena ARGS...`` in a real subprocess (in ``cwd``, with ``env`` added to the
+    environment); its output is captured as text."""
+    return subprocess.run([*ARENA_ARGV, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, **env} if env else None)
 
 
 def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "zmq",

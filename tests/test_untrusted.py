@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arena.bots.pool import sample_bots_dir
-from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name
+from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name, remove_tree
 from tests.helpers import arena, misbehaving_bot, write_bot
 
 RANDOM = str(sample_bots_dir() / "random")
@@ -344,3 +344,25 @@ def test_a_folder_copy_never_follows_a_link_swapped_in_while_it_copies(tmp_path:
         stop.set()
         swapper.join()
     assert leaked == 0, f"{leaked} copies of 60 hold the secret ({refused} refused)"
+
+
+def test_remove_tree_removes_a_tree_deeper_than_path_max_and_follows_no_link(tmp_path: Path) -> None:
+    # shutil.rmtree raised RecursionError about 1000 folders deep; by path, a tree deeper
+    # than PATH_MAX (4096 bytes) cannot even be reached.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    top = tmp_path / "top"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(2500):  # 2500 * len("deep/") > 4096
+        os.mkdir("deep", dir_fd=fd)
+        os.symlink(str(outside), "out", dir_fd=fd)
+        os.close(os.open("file", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+        child = os.open("deep", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+    remove_tree(top)
+    assert not top.exists() and (outside / "keep").read_text() == "x"
+    remove_tree(tmp_path / "no-such-folder")  # nothing to do, no error

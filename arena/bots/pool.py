@@ -8,7 +8,6 @@ through the referee.
 from __future__ import annotations
 
 import resource
-import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from arena.bots.manifest import Manifest, build
 from arena.bots.session import BotHandle
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotStartError
+from arena.launch import scratch as scratch_folders
 from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.launch.process import ResourceLimits
 from arena.protocol.codec import load_schemas
@@ -118,7 +118,7 @@ class BotPool:
         self._build_dir: Path | None = None
         if do_build:
             if build_dir is None and any(m.builds_in_copy(launcher) for m in manifests):
-                self._build_dir = build_dir = Path(tempfile.mkdtemp(prefix="arena-builds-"))
+                self._build_dir = build_dir = scratch_folders.make_folder("builds")
             built, self.build_errors = build_all(manifests, log_dir, self.labels, launcher=launcher,
                                                  build_dir=build_dir)
             for handle, manifest in zip(self.handles, built, strict=True):

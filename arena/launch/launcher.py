@@ -23,7 +23,6 @@ import dataclasses
 import functools
 import os
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from arena.errors import ConfigError
+from arena.launch import scratch as scratch_folders
 from arena.launch import seccomp
 from arena.launch.bubblewrap import (
     SANDBOX_TMP,
@@ -44,10 +44,9 @@ from arena.launch.bubblewrap import (
 from arena.launch.cgroup import remove_stale_groups
 from arena.launch.process import BotProcess, ResourceLimits
 from arena.launch.proctree import pipe_holders, read_stat
-from arena.untrusted import file_name, walk
+from arena.untrusted import walk
 
 LEVELS = ("none", "strict")
-SCRATCH_NAME_CHARS = 16  # of the bot's name in its scratch folder's name
 """The sandbox levels, as ``--sandbox`` and the tournament config's ``sandbox`` key spell them."""
 
 
@@ -101,9 +100,7 @@ class Launcher:
     def start_bot(self, argv: Sequence[str], *, folder: Path, name: str, stderr_log: Path,
                   limits: ResourceLimits | None = None) -> BotProcess:
         """Start a bot speaking over pipes, in its folder, with a HOME and TMPDIR of its own."""
-        # A short prefix: a ZeroMQ bridge puts its socket in here, and a socket path has at most
-        # 107 bytes (a 64-character name made it too long).
-        scratch = Path(tempfile.mkdtemp(prefix=f"arena-{file_name(name, limit=SCRATCH_NAME_CHARS)}-"))
+        scratch = scratch_folders.make_folder(name)
         env = {"HOME": str(scratch), "TMPDIR": str(scratch)}
         return BotProcess.start(argv, cwd=folder, env=env, limits=limits or self.limits,
                                 stderr_log=stderr_log, pipes=True, scratch=scratch)
@@ -118,7 +115,9 @@ class Launcher:
         yield self
 
     def remove_stale(self) -> None:
-        """Clean up after harness processes that died holding bots (their cgroups)."""
+        """Clean up after harness processes that died holding bots: their cgroups, their
+        bots' scratch folders and build copies (:mod:`arena.launch.scratch`)."""
+        scratch_folders.remove_stale()
 
 
 @dataclass(frozen=True)
@@ -219,6 +218,7 @@ class BubblewrapLauncher(Launcher):
 
     def remove_stale(self) -> None:
         remove_stale_groups()
+        super().remove_stale()
 
 
 @functools.cache

@@ -24,7 +24,6 @@ import ctypes
 import logging
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import threading
@@ -38,6 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from arena.errors import BotStartError, ConfigError
 from arena.launch.proctree import MARKER_VAR, ProcessTree, boot_ticks, pipe_holders
+from arena.untrusted import remove_tree
 
 if TYPE_CHECKING:
     from arena.launch.cgroup import BotCgroup
@@ -214,7 +214,7 @@ class BotProcess:
             if cgroup is not None:
                 cgroup.remove(timeout_s=0)
             if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+                remove_tree(scratch)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise BotStartError(f"cannot start {argv[0]!r} in {str(cwd)!r}: {reason}") from exc
         drain = None
@@ -374,7 +374,7 @@ class BotProcess:
                 if self.cgroup is not None and not self.cgroup.remove():
                     log.warning("bot %d: cgroup %s not empty after the kill", self.pid, self.cgroup)
                 if self.scratch is not None:
-                    shutil.rmtree(self.scratch, ignore_errors=True)
+                    remove_tree(self.scratch)
 
     def _reap(self) -> None:
         try:

@@ -260,9 +260,13 @@ def test_sprt_exits_3_without_a_verdict_on_any_error(tmp_path: Path, how: str) -
 def test_sprt_that_loses_a_game_with_its_workers_says_it_does_not_resume(tmp_path: Path) -> None:
     # The killer (stdio, unsandboxed) SIGKILLs its parent, the worker, at its third move.
     killer = misbehaving_bot(tmp_path / "killer", "kill_referee", "SIGKILL", name="killer", stdio=True).folder
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     proc = arena("sprt", str(killer), str(sample_bots_dir() / "random"), "--concurrency", "2",
                  "--max-games", "4", "--time-per-move", "200", "--logs", str(tmp_path / "logs"),
-                 timeout=120)
+                 timeout=120, env={"TMPDIR": str(temp)})
+    # The killed workers' bots' scratch folders are removed (they stayed in /tmp, two per kill).
+    assert list(temp.iterdir()) == []
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "accepted" not in proc.stdout
     error = proc.stderr.strip().splitlines()[-1]
@@ -326,3 +330,16 @@ def test_a_long_build_says_it_is_still_running_now_and_then(tmp_path: Path) -> N
                for line in notices), notices
     proc = arena(*args)  # the real first notice is 10 s away
     assert proc.returncode == 0 and "building" not in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_a_bot_that_leaves_a_deep_tree_in_its_tmp_does_not_break_play(tmp_path: Path) -> None:
+    # Removing the bot's scratch folder raised RecursionError (shutil.rmtree) out of play.
+    digger = misbehaving_bot(tmp_path / "digger", "deep_tmp", name="digger", stdio=True).folder
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = arena("play", str(digger), str(sample_bots_dir() / "random"), "--games", "2", "--sandbox", "none",
+                 "--logs", str(tmp_path / "logs"), env={"TMPDIR": str(temp)})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert "0 ended abnormally" in proc.stdout, proc.stdout
+    assert "deep_tmp: DONE" in (tmp_path / "logs" / "digger.stderr.log").read_text()
+    assert list(temp.iterdir()) == []

@@ -6,6 +6,7 @@ import ast
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -15,6 +16,7 @@ import pytest
 
 import arena
 from arena.errors import BotStartError, ConfigError
+from arena.launch import scratch
 from arena.launch.bubblewrap import UID_BASE, SandboxLimits
 from arena.launch.cgroup import detect
 from arena.launch.launcher import LEVELS, BubblewrapLauncher, Launcher, UnconfinedLauncher
@@ -104,7 +106,7 @@ def test_unconfined_gives_each_bot_a_private_home_removed_after_the_kill(tmp_pat
     try:
         assert bot.stdout is not None
         home = Path(bot.stdout.readline().decode().strip())
-        assert home.is_dir() and home.name.startswith("arena-b_ot-") and bot.scratch == home
+        assert home.is_dir() and home.name.startswith(f"arena-p{os.getpid()}-b_ot-") and bot.scratch == home
         assert not bot.output_copy_held
     finally:
         bot.kill_tree()
@@ -116,11 +118,47 @@ def test_unconfined_builds_see_the_harness_environment() -> None:
 
 
 def test_a_failed_start_leaves_no_private_home(tmp_path: Path) -> None:
-    before = set(Path("/tmp").glob("arena-nosuch-*"))
+    before = set(Path("/tmp").glob("arena-p*-nosuch-*"))
     with pytest.raises(BotStartError, match="cannot start"):
         UnconfinedLauncher().start_bot([str(tmp_path / "no-such-program")], folder=bot_folder(tmp_path),
                                        name="nosuch", stderr_log=tmp_path / "log")
-    assert set(Path("/tmp").glob("arena-nosuch-*")) == before
+    assert set(Path("/tmp").glob("arena-p*-nosuch-*")) == before
+
+
+def test_a_bots_deep_tree_in_its_home_is_removed_after_the_kill(tmp_path: Path) -> None:
+    # Python's shutil.rmtree raised RecursionError on it (about 1000 folders deep), out of
+    # the referee's kill; a tree deeper than PATH_MAX could not be removed by path.
+    bot = UnconfinedLauncher().start_bot(py(
+        "import os, sys, time\nfd = os.open(os.environ['TMPDIR'], os.O_RDONLY)\n"
+        "for _ in range(3000):\n os.mkdir('d', dir_fd=fd); os.symlink('/', 'root', dir_fd=fd)\n"
+        " child = os.open('d', os.O_RDONLY, dir_fd=fd); os.close(fd); fd = child\n"
+        "print(os.environ['TMPDIR'], flush=True); time.sleep(100)"),
+        folder=bot_folder(tmp_path), name="digger", stderr_log=tmp_path / "bot.log")
+    try:
+        assert bot.stdout is not None
+        home = Path(bot.stdout.readline().decode().strip())
+        assert (home / "d" / "d" / "d" / "root").is_symlink()
+    finally:
+        bot.kill_tree()
+    assert not home.exists()
+
+
+def test_stale_scratch_folders_of_dead_owners_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    # A worker killed by a bot (SIGKILL) left its bots' folders in /tmp, one per lost game.
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f"arena-p{dead.pid}-random-x1"
+    (gone / "deep" / "deep").mkdir(parents=True)
+    (gone / "deep" / "secret").symlink_to("/etc/passwd")
+    live = tmp_path / f"arena-p{os.getpid()}-random-x2"
+    live.mkdir()
+    other = tmp_path / "arena-random-x3"  # not one of ours (or made by older code): kept
+    other.mkdir()
+    link = tmp_path / f"arena-p{dead.pid}-link-x4"
+    link.symlink_to(live)
+    assert scratch.remove_stale(tmp_path) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, link.name])
+    assert Path("/etc/passwd").exists()
 
 
 def test_a_word_holding_a_nul_is_a_start_failure(tmp_path: Path) -> None:

@@ -163,6 +163,22 @@ def try_disk_fill() -> None:
         report(f"disk_fill {folder}: wrote {written // MIB} MiB")
 
 
+def try_deep_tmp() -> None:
+    """Leave a chain of folders in TMPDIR deeper than Python's recursion limit and than
+    PATH_MAX (each made relative to its parent), with a link to / at every level."""
+    def dig() -> str:
+        fd = os.open(os.environ.get("TMPDIR", "/tmp"), os.O_RDONLY)
+        for _ in range(int(ARGS[0]) if ARGS else 3000):
+            os.mkdir("deep", dir_fd=fd)
+            os.symlink("/", "root", dir_fd=fd)
+            child = os.open("deep", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(fd)
+        return "dug"
+    attempt("deep_tmp", dig)
+
+
 def try_stderr_spam() -> None:
     line = b"spam " * 13000 + b"\n"  # ~64 KiB
     for _ in range(320):  # ~20 MiB
@@ -280,7 +296,7 @@ def try_covert() -> None:
 ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
             "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring,
-            "covert": try_covert}
+            "covert": try_covert, "deep_tmp": try_deep_tmp}
 
 
 class Link:

@@ -1,0 +1,65 @@
+"""Temporary folders the harness makes outside a results folder: each bot's HOME and
+TMPDIR under ``none`` (which a ZeroMQ bridge's socket shares), the private build copies of
+``strict``.
+
+The process that makes one removes it when it is done; a process killed first (kill -9,
+a worker killed by a bot that may signal it) cannot, and its folders stayed in /tmp, one
+per bot per lost game. Each folder's name therefore holds the process id of its owner,
+``arena-p<pid>-<label>-XXXXXXXX``, and :func:`remove_stale` removes the folders whose owner
+is gone. A live owner's folders are never touched (another run on the same machine
+keeps its own); a dead owner whose pid was reused keeps its folders until that pid ends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+
+from arena.untrusted import file_name, remove_tree
+
+LABEL_CHARS = 16
+"""Of a label (a bot's name) in a folder's name: a ZeroMQ bridge puts its socket in a bot's
+folder, and a socket path has at most 107 bytes."""
+
+_OWNED = re.compile(r"arena-p(\d+)-")
+
+
+def make_folder(label: str) -> Path:
+    """A new private folder (0700) in the temporary folder, owned by this process."""
+    return Path(tempfile.mkdtemp(prefix=f"arena-p{os.getpid()}-{file_name(label, limit=LABEL_CHARS)}-"))
+
+
+def remove_stale(parent: Path | None = None) -> int:
+    """Remove the folders of :func:`make_folder` (in ``parent``, by default the temporary
+    folder) whose owner process is gone and that belong to our uid; returns how many."""
+    parent = Path(parent or tempfile.gettempdir())
+    removed = 0
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return 0
+    for entry in entries:
+        owner = _OWNED.match(entry.name)
+        if owner is None or _alive(int(owner.group(1))):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
+            remove_tree(entry.path)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process, or not a pid: not ours to judge
+    return True
