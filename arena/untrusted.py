@@ -121,9 +121,12 @@ def for_terminal(text: object, *, newlines: bool = True) -> str:
 
 def shown(value: object, limit: int = 80) -> str:
     """A value quoted for an error message: ASCII only, control characters escaped, cut
-    to about ``limit`` characters."""
+    to about ``limit`` characters in the middle (the end of a path names what is wrong)."""
     text = ascii(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    head = max(1, (limit - 3) // 3)
+    return text[:head] + "..." + text[head + 3 - limit:]
 
 
 # ------------------------------------------------------------------ spreadsheets

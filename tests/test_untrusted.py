@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arena.bots.pool import sample_bots_dir
-from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name, remove_tree
+from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name, remove_tree, shown
 from tests.helpers import arena, misbehaving_bot, write_bot
 
 RANDOM = str(sample_bots_dir() / "random")
@@ -344,6 +344,15 @@ def test_a_folder_copy_never_follows_a_link_swapped_in_while_it_copies(tmp_path:
         stop.set()
         swapper.join()
     assert leaked == 0, f"{leaked} copies of 60 hold the secret ({refused} refused)"
+
+
+def test_shown_cuts_a_long_value_in_its_middle_and_keeps_its_end() -> None:
+    # A long path cut at its end lost the very name the message was about.
+    path = "/home/organizer/" + "a-rather-long-folder/" * 10 + "bots/bad\udcff"
+    text = shown(path)
+    assert len(text) == 80 and text.startswith("'/home/organizer/") and "..." in text
+    assert text.endswith("/bots/bad\\udcff'") and text.isascii()
+    assert shown("short") == "'short'"
 
 
 def test_remove_tree_removes_a_tree_deeper_than_path_max_and_follows_no_link(tmp_path: Path) -> None:

@@ -177,10 +177,11 @@ def test_a_bot_folder_whose_name_is_not_utf8_is_refused_before_anything_starts(t
     for args in (["--bots", str(bots)], ["--bots", bad, "--bots", str(bots / "ant")]):
         proc = arena("run-tournament", *args, "--sandbox", "none", "--out", str(out))
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-        lines = proc.stderr.strip().splitlines()
-        assert lines == ["Error: command line: key 'entrants': expected bot folders (each holding a "
-                         f"bot.toml) or folders of bot folders, got '{bots}/bad\\udcff': its path is not "
-                         "valid UTF-8; rename it"], lines
+        [line] = proc.stderr.strip().splitlines()
+        assert line.startswith("Error: command line: key 'entrants': expected bot folders (each holding "
+                               "a bot.toml) or folders of bot folders, got '/"), line
+        # a long path is cut in its middle: the end names what is wrong
+        assert line.endswith("/bad\\udcff': its path is not valid UTF-8; rename it"), line
         assert not out.exists()
 
 
