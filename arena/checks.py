@@ -22,7 +22,7 @@ from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
-from arena.untrusted import copy_folder, inside, refuse_symlinks, remove_tree, shown, walk
+from arena.untrusted import copy_folder, inside, refuse_symlinks, remove_tree, shown
 
 SLOW_START_S = 2.0
 
@@ -206,10 +206,6 @@ class Submission:
     previous: Path | None = None  # where the version it replaced was kept
 
 
-SUBMIT_MAX_BYTES = 1 << 30  # a bot folder handed in: its files' total (apparent) size
-SUBMIT_MAX_FILES = 100_000
-
-
 def links_refused(bot: Path) -> str | None:
     """Why submit refuses the folder ``bot`` before reading anything in it, or None: the
     folder or its bot.toml is a symbolic link, bot.toml is not a regular file, or a link is
@@ -238,24 +234,6 @@ def links_refused(bot: Path) -> str | None:
     return None
 
 
-def _too_big(folder: Path) -> str | None:
-    """Why a folder is too big to be handed in (copied, built, packed for Dask), or None.
-    Apparent sizes: a sparse file of 100 GB is copied as 100 GB of zeros."""
-    total = count = 0
-    for root, dirs, files in walk(folder):
-        for name in dirs + files:
-            count += 1
-            try:
-                info = os.lstat(os.path.join(root, name))
-            except OSError:
-                continue
-            total += info.st_size if stat.S_ISREG(info.st_mode) else 0
-            if total > SUBMIT_MAX_BYTES or count > SUBMIT_MAX_FILES:
-                return (f"{shown(str(folder))}: more than {SUBMIT_MAX_BYTES >> 20} MiB or "
-                        f"{SUBMIT_MAX_FILES} files and folders: too big to hand in")
-    return None
-
-
 def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | None = None,
            replace: bool = False) -> Submission:
     """Copy ``bot`` into a private folder inside ``entrants``, build and check the copy under
@@ -281,9 +259,6 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
              "replace it (the old version is kept)")
     if target.exists() and not replace:
         return Submission(ConformanceReport(problems=[taken]))
-    too_big = _too_big(manifest.folder)
-    if too_big:
-        return Submission(ConformanceReport(problems=[too_big]))
     if manifest.folder in entrants.resolve().parents or entrants.resolve() == manifest.folder:
         return Submission(ConformanceReport(problems=[
             f"{shown(str(entrants))}: the entrants folder is inside the bot folder {shown(str(bot))}: "
@@ -295,8 +270,7 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
     try:
         try:  # never through a link, even one swapped in meanwhile; modes made plain (0o755 at most)
-            copy_folder(bot, staging / "bot", links_inside=False, mode_mask=0o755,
-                        max_bytes=SUBMIT_MAX_BYTES, max_files=SUBMIT_MAX_FILES)
+            copy_folder(bot, staging / "bot", links_inside=False, mode_mask=0o755)
             copied = Manifest.load(staging / "bot")
         except ArenaError as exc:
             report.problems.append(str(exc))

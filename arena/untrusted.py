@@ -292,10 +292,15 @@ def refuse_symlinks(folder: Path, label: Path | str | None = None) -> None:
 
 
 COPY_MAX_DEPTH = 256  # folder levels a copied bot folder may have
+FOLDER_MAX_BYTES = 1 << 30  # the files of a bot folder, apparent sizes (a sparse file counts whole)
+FOLDER_MAX_FILES = 100_000  # files, folders and links of a bot folder
+"""What a bot folder may hold wherever the harness copies it: submit's copy, strict's
+private build copy, a Dask bundle (a 12 KB folder holding a 3 GB sparse file was copied
+as 3 GB of zeros)."""
 
 
 def copy_folder(source: Path | str, target: Path | str, *, links_inside: bool, mode_mask: int = 0o777,
-                max_bytes: int | None = None, max_files: int | None = None) -> None:
+                max_bytes: int = FOLDER_MAX_BYTES, max_files: int = FOLDER_MAX_FILES) -> None:
     """Copy the bot folder ``source`` to the new folder ``target``, never through a link,
     even one swapped in while the copy runs: every folder and file is opened relative to
     its parent's descriptor with O_NOFOLLOW and judged by ``fstat`` of what was opened, not
@@ -303,15 +308,18 @@ def copy_folder(source: Path | str, target: Path | str, *, links_inside: bool, m
     subfolder swapped for a link meanwhile was followed, and a root-only folder copied).
 
     Symbolic links are copied as links when ``links_inside`` and they stay inside the folder
-    (relative, not climbing out), refused otherwise; anything but folders, regular files and
-    such links is refused. Modes are kept under ``mode_mask``. ``max_bytes`` and
-    ``max_files`` bound what is copied, counted as it is copied. Raises ArenaError saying
-    what was refused and where; ``target`` is left for the caller to remove."""
+    (relative, not climbing out, and still inside once every link on their way is followed
+    in the copy: ``s -> .`` and ``t -> s/..`` climb out together), refused otherwise;
+    anything but folders, regular files and such links is refused. Modes are kept under
+    ``mode_mask``. ``max_bytes`` and ``max_files`` bound what is copied, counted as it is
+    copied. Raises ArenaError saying what was refused and where; ``target`` is left for the
+    caller to remove."""
     source = Path(source)
     target = Path(target)
     flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     root_fd = os.open(source, flags_dir)
     copied = [0, 0]  # bytes, files
+    links: list[tuple[str, str]] = []  # (relative path, target) of the links copied
 
     def refuse(relative: str, why: str) -> ArenaError:
         return ArenaError(f"bot folder {shown(str(source), 200)}: {shown(relative, 200)} {why}")
@@ -331,10 +339,11 @@ def copy_folder(source: Path | str, target: Path | str, *, links_inside: bool, m
     def count(files: int, size: int, relative: str) -> None:
         copied[0] += size
         copied[1] += files
-        if max_files is not None and copied[1] > max_files:
-            raise refuse(relative, f"is past the limit of {max_files:,} files and folders")
-        if max_bytes is not None and copied[0] > max_bytes:
-            raise refuse(relative, f"is past the limit of {max_bytes >> 20:,} MiB in all")
+        if copied[1] > max_files:
+            raise refuse(relative, f"brings the folder past its limit of {max_files:,} files and folders")
+        if copied[0] > max_bytes:
+            raise refuse(relative, f"brings the folder past its limit of {max_bytes >> 20:,} MiB "
+                                   "(apparent sizes: a sparse file counts whole)")
 
     try:
         os.mkdir(target, 0o700)
@@ -366,6 +375,7 @@ def copy_folder(source: Path | str, target: Path | str, *, links_inside: bool, m
                                                  f"{shown(relative, 200)} points outside the folder "
                                                  f"({shown(link, 120)}); copy the file in instead")
                             os.symlink(link, here / name)
+                            links.append((relative, link))
                         elif stat.S_ISDIR(info.st_mode):
                             os.mkdir(here / name, 0o700)
                             modes.append((here / name, stat.S_IMODE(info.st_mode) & mode_mask))
@@ -382,6 +392,14 @@ def copy_folder(source: Path | str, target: Path | str, *, links_inside: bool, m
                         raise refuse(relative, f"cannot be copied ({exc.strerror})") from None
             finally:
                 os.close(fd)
+        # Judged in the copy, which only we can change: each link with every link on its way.
+        top = os.path.realpath(target)
+        for relative, link in links:
+            lands = os.path.realpath(target / relative)
+            if lands != top and not lands.startswith(top + os.sep):
+                raise ArenaError(f"bot folder {shown(str(source), 200)}: the symlink {shown(relative, 200)} "
+                                 f"({shown(link, 120)}) leads outside the folder through another link; "
+                                 "copy the file in instead")
         for folder, mode in reversed(modes):
             os.chmod(folder, mode)
     finally:
@@ -399,10 +417,16 @@ def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any,
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise refuse("is not a regular file any more")
+        counted = info.st_size  # counted before a byte is copied (a sparse file of 3 GB ...)
+        count(counted)
+        read = 0
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             while chunk := os.read(fd, 1 << 20):
-                count(len(chunk))
+                read += len(chunk)
+                if read > counted:  # ... and a file growing while it is copied
+                    count(read - counted)
+                    counted = read
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(out, view):]
@@ -413,7 +437,7 @@ def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any,
         os.close(fd)
 
 
-__all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "NAME_MAX", "NAME_RULE", "cap", "check_name", "clean_strings",
-           "copy_folder", "csv_cell", "csv_frame", "file_name", "for_terminal", "inside", "is_argument",
-           "is_valid_name", "may_hold_surrogates", "refuse_symlinks", "remove_tree", "shown", "symlinks_in",
-           "valid_unicode", "walk"]
+__all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "FOLDER_MAX_BYTES", "FOLDER_MAX_FILES", "NAME_MAX",
+           "NAME_RULE", "cap", "check_name", "clean_strings", "copy_folder", "csv_cell", "csv_frame",
+           "file_name", "for_terminal", "inside", "is_argument", "is_valid_name", "may_hold_surrogates",
+           "refuse_symlinks", "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk"]

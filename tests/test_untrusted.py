@@ -217,7 +217,7 @@ def test_submit_refuses_a_linked_bot_toml_before_reading_it(tmp_path: Path) -> N
 
 
 def test_dask_packing_refuses_a_symlinked_bot_folder(tmp_path: Path) -> None:
-    from arena.errors import ConfigError
+    from arena.errors import ArenaError
     from arena.tournament.distributed import pack_bot
 
     folder = tmp_path / "bot"
@@ -225,8 +225,77 @@ def test_dask_packing_refuses_a_symlinked_bot_folder(tmp_path: Path) -> None:
     (folder / "bot.py").write_text("")
     assert pack_bot(folder)
     (folder / "link").symlink_to("/etc")
-    with pytest.raises(ConfigError, match="must not hold symbolic links; found 'link'|found 'link'"):
+    with pytest.raises(ArenaError, match="'link' is a symbolic link \\(to '/etc'\\): copy the file in"):
         pack_bot(folder)
+
+
+@pytest.mark.slow  # about 25 s: 300 packs while a thread swaps
+def test_dask_packing_never_reads_a_file_swapped_for_a_link_while_it_packs(tmp_path: Path) -> None:
+    """The red team swapped a bot's file for a link to /etc/shadow while the coordinator (root)
+    packed the folder for Dask: it checked for links, then opened each file by name, and
+    packed 300 bytes of /etc/shadow into the bundle on attempt 317. Packing now copies the
+    folder first, never through a link. The old code, here: 6 bundles of 300 held the secret."""
+    import io
+    import tarfile
+    import threading
+
+    from arena.errors import ArenaError
+    from arena.tournament.distributed import pack_bot
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("ROOT-ONLY " * 40)
+    folder = tmp_path / "bot"
+    write_bot(folder, "packed", ["python", "bot.py"])
+    stop = threading.Event()
+
+    for number in range(200):  # many files: a wider window between the check and the open
+        (folder / f"f{number:03d}").write_text("x")
+
+    def swap() -> None:  # zz_data is a file or a link, each half of the time
+        while not stop.is_set():
+            os.symlink(secret, tmp_path / "link")
+            (tmp_path / "file").write_text("d" * 400)
+            os.replace(tmp_path / "file", folder / "zz_data")
+            os.replace(tmp_path / "link", folder / "zz_data")
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    leaked = refused = 0
+    try:
+        for _ in range(300):
+            try:
+                bundle = pack_bot(folder)
+            except (ArenaError, OSError):  # refused, or the race seen by the old code
+                refused += 1
+                continue
+            with tarfile.open(fileobj=io.BytesIO(bundle)) as archive:
+                for member in archive.getmembers():
+                    handle = archive.extractfile(member) if member.isfile() else None
+                    leaked += handle is not None and b"ROOT-ONLY" in handle.read()
+    finally:
+        stop.set()
+        swapper.join()
+    assert leaked == 0, f"{leaked} bundles of 300 hold the secret ({refused} refused)"
+
+
+def test_a_copy_refuses_links_that_leave_the_folder_through_another_link(tmp_path: Path) -> None:
+    # Each link alone stays inside by its text (s -> ., t -> s/..), but t leads to the
+    # folder's parent: strict's build copy kept both, and chained links reach any host path.
+    from arena.errors import ArenaError
+    from arena.untrusted import copy_folder
+
+    bot = tmp_path / "bot"
+    (bot / "sub").mkdir(parents=True)
+    (bot / "s").symlink_to(".")
+    (bot / "sub" / "up").symlink_to("..")  # inside: sub/.. is the folder itself
+    (bot / "data").symlink_to("sub/up/sub")
+    copy_folder(bot, tmp_path / "fine", links_inside=True)
+    assert (tmp_path / "fine" / "data").resolve() == (tmp_path / "fine" / "sub").resolve()
+    (bot / "t").symlink_to("s/..")
+    with pytest.raises(ArenaError, match="the symlink 't' \\('s/..'\\) leads outside the folder through "
+                                         "another link"):
+        copy_folder(bot, tmp_path / "chained", links_inside=True)
+
 
 
 # ------------------------------------------------------------------ the functions themselves

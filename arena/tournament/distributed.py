@@ -34,7 +34,7 @@ from typing import Any
 from arena.errors import ArenaError
 from arena.tournament.schedule import GameSpec
 from arena.tournament.series import Lineup, Played, build_lineup
-from arena.untrusted import check_name, file_name, inside, refuse_symlinks, walk
+from arena.untrusted import check_name, copy_folder, file_name, inside, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
 
@@ -42,29 +42,32 @@ CACHE_ENV = "ARENA_DASK_CACHE"
 def pack_bot(folder: Path) -> bytes:
     """A deterministic tar of a bot folder: same files and modes give the same bytes.
 
-    Raises ConfigError if the folder holds a symbolic link (it would pack the file it
-    points at, or unpack as a link to anywhere on the worker).
+    The folder is copied first (:func:`~arena.untrusted.copy_folder`: never through a link,
+    even one swapped in meanwhile; within the bot folder limits) and the private copy is
+    packed: packing the folder itself read a file swapped for a link to /etc/shadow after
+    the check, as root. Raises ArenaError if the folder holds a symbolic link (it would
+    unpack as a link to anywhere on the worker), anything but files and folders, or too much.
     """
-    refuse_symlinks(folder)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        # walk, not rglob: Python 3.11's rglob recurses once per folder level (RecursionError)
-        for path in sorted(Path(root, name) for root, dirs, files in walk(folder) for name in dirs + files):
-            relative = path.relative_to(folder)
-            if "__pycache__" in relative.parts:
-                continue
-            if path.is_symlink():  # made since the check above
-                refuse_symlinks(folder)
-            info = archive.gettarinfo(str(path), arcname=str(relative))
-            info.mtime = 0
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if path.is_file():
-                with path.open("rb") as handle:
-                    archive.addfile(info, handle)
-            else:
-                archive.addfile(info)
-    return buffer.getvalue()
+    with tempfile.TemporaryDirectory(prefix="arena-pack-") as private:
+        copy = Path(private) / "bot"
+        copy_folder(folder, copy, links_inside=False)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            # walk, not rglob: Python 3.11's rglob recurses once per folder level (RecursionError)
+            for path in sorted(Path(root, name) for root, dirs, files in walk(copy) for name in dirs + files):
+                relative = path.relative_to(copy)
+                if "__pycache__" in relative.parts:
+                    continue
+                info = archive.gettarinfo(str(path), arcname=str(relative))
+                info.mtime = 0
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                if path.is_file():
+                    with path.open("rb") as handle:
+                        archive.addfile(info, handle)
+                else:
+                    archive.addfile(info)
+        return buffer.getvalue()
 
 
 def bundle_hash(data: bytes) -> str:

@@ -123,3 +123,29 @@ def test_a_termination_signal_during_a_finalizer_still_unwinds(tmp_path: Path) -
     """))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stdout, done.stderr) == (0, "cleaned up\n", "")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_check_says_where_its_logs_are_kept(tmp_path: Path, signum: int) -> None:
+    # Its /tmp/arena-check-* folder was kept and named nowhere; Ctrl-C printed click's
+    # "Aborted!" and exit status 1.
+    bot = tmp_path / "stuck"
+    bot.mkdir()
+    (bot / "bot.py").write_text("import sys, time\nprint('starting', file=sys.stderr, flush=True)\n"
+                                "time.sleep(600)\n")
+    write_bot(bot, "stuck", ["python3", "bot.py"], protocol="stdio")
+    checker = subprocess.Popen([*ARENA_ARGV, "check-bot", str(bot), "--games", "1", "--sandbox", "none"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # waiting for its hello (20 s)
+    checker.send_signal(signum)
+    out, err = checker.communicate(timeout=30)
+    assert checker.returncode == (130 if signum == signal.SIGINT else 128 + signum), out + err
+    assert "Traceback" not in err and "Aborted!" not in err, err
+    [kept] = [line for line in err.splitlines() if line.startswith("the bot's logs are kept: ")]
+    logs = Path(kept.split(": ", 1)[1])
+    try:
+        assert (logs / "stuck.stderr.log").read_text() == "starting\n"
+    finally:
+        import shutil
+
+        shutil.rmtree(logs)

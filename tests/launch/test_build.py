@@ -226,6 +226,19 @@ def test_build_that_leaves_a_process_behind_is_not_waited_for(tmp_path: Path) ->
 
 
 @needs_strict
+def test_a_sparse_file_is_refused_before_the_build_copy_is_made(tmp_path: Path) -> None:
+    # A 12 KB folder holding a 3 GB sparse file was copied as 3 GB of zeros (18 s) before
+    # its build ran, as root, into the builds folder.
+    source = _copy_bot("random", tmp_path / "sparse", new_name="sparse", build_cmd="true")
+    with open(source / "zeros.bin", "wb") as handle:
+        handle.truncate(3 << 30)
+    logs = tmp_path / "logs"
+    proc = arena("check-bot", str(source), "--sandbox", "strict", "--logs", str(logs), timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "'zeros.bin' brings the folder past its limit of 1,024 MiB" in proc.stderr, proc.stderr
+
+
+@needs_strict
 def test_symlink_out_of_the_bot_folder_is_refused(tmp_path: Path) -> None:
     source = _copy_bot("cbot", tmp_path / "linky", new_name="linky")
     (source / "secrets").symlink_to("/etc/shadow")
