@@ -58,6 +58,9 @@ BUILD_TIMEOUT_S = 300
 BUILD_NOTICE_AFTER_S = 10.0  # a build still running this long gets a line on stderr ...
 BUILD_NOTICE_EVERY_S = 30.0  # ... and another one this often, until it ends
 BUILD_LOG_CAP_BYTES = 64 << 10  # of a build's output, kept in memory and in its log
+BUILD_DISK_MAX_BYTES = 2 << 30  # what a confined build may take of its disk's free space ...
+BUILD_DISK_MAX_FILES = 200_000  # ... and of its free inodes (files, folders, links)
+BUILD_DISK_CHECK_S = 0.05  # how often that is looked at
 _AFTER_EXIT_S = 1.0  # output still read after the build command exits
 _GIST_LINES = 3
 _GIST_LINE_CHARS = 300
@@ -217,8 +220,12 @@ def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | N
         raise ValueError("a sandboxed build or a shipped bot's build needs a folder to build its copy in")
     into = into.resolve()
     private_copy(manifest.folder, into)
-    with launcher.building(into) as builder:
-        _run_build(manifest, into, builder, log, timeout_s, log_cap_bytes)
+    try:
+        with launcher.building(into) as builder:
+            _run_build(manifest, into, builder, log, timeout_s, log_cap_bytes)
+    except BotStartError:
+        remove_tree(into)  # what a failed build wrote is of no use (its output is in the log)
+        raise
     return dataclasses.replace(manifest, folder=into)
 
 
@@ -268,9 +275,11 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
     what = f"bot {manifest.name}: build command {shown(manifest.build, 120)}"
     # One stream, in order: the shell sends its stderr where its stdout goes.
     argv = ["sh", "-c", f"exec 2>&1; {manifest.build}"]
+    disk = _DiskUse(folder) if launcher.copies_builds else None
     proc = launcher.start(argv, cwd=folder, env=launcher.build_environment(), pipes=True)
     capture = _Capture(cap_bytes)
     timed_out = False
+    too_much: str | None = None
     notice = _BuildNotice(manifest.name, timeout_s, log)
     try:
         assert proc.stdin is not None and proc.stdout is not None
@@ -288,15 +297,19 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
                 exited_at = now
             if exited_at is not None and now - exited_at > _AFTER_EXIT_S:
                 break  # something it left behind still holds the pipe: it dies below
-            ready, _, _ = select.select([fd], [], [], min(deadline - now, 0.2))
+            if disk is not None and (too_much := disk.too_much()):
+                break
+            ready, _, _ = select.select([fd], [], [], min(deadline - now, 0.2 if disk is None
+                                                          else BUILD_DISK_CHECK_S))
             if ready:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
                 capture.add(chunk)
-        while not timed_out and proc.poll() is None:  # output closed: let it finish exiting
+        while not timed_out and too_much is None and proc.poll() is None:  # output closed: let it exit
             timed_out = time.monotonic() >= deadline
             notice.tick(time.monotonic())
+            too_much = disk.too_much() if disk is not None else None
             time.sleep(0.01)
         status = proc.describe_exit()
         code = proc.poll()
@@ -307,10 +320,44 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(output + "\n", encoding="utf-8")
     where = f" (log: {log})" if log is not None else ""
+    if too_much is not None:
+        raise BotStartError(f"{what} was stopped: {too_much}{where}{_gist(output)}")
     if timed_out:
         raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}{_gist(output)}")
     if code != 0:
         raise BotStartError(f"{what} failed with {status}{where}{_gist(output)}")
+
+
+class _DiskUse:
+    """What a confined build has taken of the free space and inodes of the disk holding its
+    folder, the only place it can write (a build making empty files could use up a disk's
+    inodes within its time limit). The disk is shared, so this counts anyone's writes
+    meanwhile: the limits are far above a real build's needs."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.start = os.statvfs(folder)
+        self.due = 0.0
+
+    def too_much(self) -> str | None:
+        """Why the build must stop, or None (looked at every BUILD_DISK_CHECK_S at most)."""
+        now = time.monotonic()
+        if now < self.due:
+            return None
+        self.due = now + BUILD_DISK_CHECK_S
+        try:
+            here = os.statvfs(self.folder)
+        except OSError:
+            return None
+        taken = (self.start.f_bavail - here.f_bavail) * here.f_frsize
+        inodes = self.start.f_favail - here.f_favail
+        if taken > BUILD_DISK_MAX_BYTES:
+            return (f"it took {taken >> 20:,} MiB of the disk holding its folder "
+                    f"(limit {BUILD_DISK_MAX_BYTES >> 20:,} MiB)")
+        if inodes > BUILD_DISK_MAX_FILES:
+            return (f"it made {inodes:,} files and folders on the disk holding its folder "
+                    f"(limit {BUILD_DISK_MAX_FILES:,})")
+        return None
 
 
 class _BuildNotice:

@@ -239,6 +239,26 @@ def test_a_sparse_file_is_refused_before_the_build_copy_is_made(tmp_path: Path) 
 
 
 @needs_strict
+@pytest.mark.slow
+def test_a_build_making_files_without_end_is_stopped_at_its_disk_limit(tmp_path: Path) -> None:
+    # It made empty files for its whole time limit (300 s): a disk's inodes, used up.
+    make_files = ("python3 -c 'import os\ni = 0\nwhile True:\n"
+                  "    os.close(os.open(f\"f{i}\", os.O_CREAT | os.O_WRONLY)); i += 1'")
+    source = _copy_bot("random", tmp_path / "filler", new_name="filler", build_cmd=make_files)
+    out = tmp_path / "out"
+    started = time.monotonic()
+    proc = arena("run-tournament", "--bots", str(source), "--bots", str(sample_bots_dir() / "random"),
+                 "--games", "2", "--sandbox", "strict", "--out", str(out), timeout=240)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert time.monotonic() - started < 120
+    assert "was stopped: it made 2" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert "files and folders on the disk holding its folder (limit 200,000)" in proc.stdout + proc.stderr
+    assert not (out / "builds" / "filler").exists()  # what it wrote is removed
+    with sqlite3.connect(out / "tournament.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 2
+
+
+@needs_strict
 def test_symlink_out_of_the_bot_folder_is_refused(tmp_path: Path) -> None:
     source = _copy_bot("cbot", tmp_path / "linky", new_name="linky")
     (source / "secrets").symlink_to("/etc/shadow")
