@@ -6,6 +6,7 @@ import dataclasses
 import os
 import signal
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
-from arena.untrusted import copy_folder, inside, refuse_symlinks, remove_tree, shown
+from arena.untrusted import copy_folder, for_terminal, inside, refuse_symlinks, remove_tree, shown
 
 SLOW_START_S = 2.0
 
@@ -52,12 +53,17 @@ LOG_REMOVED = "bot log: removed, as the check passed (check-bot --logs DIR keeps
 def _log_folder(report: ConformanceReport, log_dir: Path | None) -> Iterator[Path]:
     """``log_dir``, or a new temporary folder, removed at the end when the check found
     nothing to look into (no problem, no warning): a newcomer's passing checks left one
-    /tmp/arena-check-* folder each. Kept if the check ends with an exception."""
+    /tmp/arena-check-* folder each. Kept if the check ends with an exception (Ctrl-C on a
+    bot that hangs, say), and then said where: nothing else would name it."""
     if log_dir is not None:
         yield log_dir
         return
     logs = Path(tempfile.mkdtemp(prefix="arena-check-"))
-    yield logs
+    try:
+        yield logs
+    except BaseException:
+        sys.stderr.write(f"the bot's logs are kept: {for_terminal(str(logs), newlines=False)}\n")
+        raise
     if not report.problems and not report.warnings:
         remove_tree(logs)
         report.log = None

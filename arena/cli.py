@@ -36,6 +36,9 @@ class ArenaGroup(click.Group):
             return super().invoke(ctx)
         except (ArenaError, OSError) as exc:  # OSError: a path we could not read or write
             raise click.ClickException(one_line(exc)) from None
+        except KeyboardInterrupt:  # Ctrl-C: the shell's status for it (click says "Aborted!", 1)
+            click.echo("\ninterrupted", err=True)
+            raise SystemExit(130) from None
 
 
 class VerdictCommand(click.Command):
