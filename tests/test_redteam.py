@@ -108,6 +108,36 @@ def test_pathological_reply_loses_the_game_and_the_referee_carries_on(tmp_path: 
         assert took < 10, f"the referee spent {took:.1f} s on a game of a few moves"
 
 
+@pytest.mark.parametrize("stdio", [True, False], ids=["stdio", "zmq"])
+def test_a_message_of_exactly_the_limit_with_its_line_ending_is_taken(tmp_path: Path, stdio: bool) -> None:
+    # The \r of a tolerated \r\n (stdio) and a tolerated trailing \n (a ZeroMQ frame) were
+    # counted: a message of exactly 1 MiB followed by one lost as "oversize".
+    records = {}
+    for kind in ("exact_size", "over_size"):
+        bot = misbehaving_bot(tmp_path / kind, kind, stdio=stdio)
+        out = tmp_path / f"{kind}.jsonl"
+        run = arena("play", str(bot.folder), RANDOM, "--games", "1", "--sandbox", "none", "--out", str(out),
+                    "--logs", str(tmp_path / "logs"), timeout=120)
+        assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        [records[kind]] = [json.loads(line)["result"] for line in out.read_text().splitlines()]
+    assert records["exact_size"]["reason"] == "normal", records["exact_size"]
+    assert records["over_size"]["reason"] == "oversize", records["over_size"]
+    assert "a message of 1048577 bytes, over the 1048576-byte limit" in records["over_size"]["detail"]
+
+
+def test_a_flood_of_blank_lines_is_malformed_at_once(tmp_path: Path) -> None:
+    # Blank lines were dropped one loop pass at a time and counted nowhere: a bot writing
+    # them for 0.1 s a move kept the referee busy 4.8 s past a 200 ms limit.
+    bot = misbehaving_bot(tmp_path / "blank", "blank_flood", stdio=True)
+    out = tmp_path / "games.jsonl"
+    run = arena("play", str(bot.folder), RANDOM, "--games", "1", "--sandbox", "none", "--out", str(out),
+                "--time-per-move", "100", "--logs", str(tmp_path / "logs"), timeout=120)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    [result] = [json.loads(line)["result"] for line in out.read_text().splitlines()]
+    assert result["reason"] == "malformed", result
+    assert "more than 1048576 bytes of blank lines in a row" in result["detail"], result
+
+
 @needs_strict
 def test_a_tournament_with_pathological_bots_finishes_and_blames_them(tmp_path: Path) -> None:
     # On main the referee's RecursionError killed the worker three times and stopped the

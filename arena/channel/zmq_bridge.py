@@ -101,7 +101,7 @@ class Bridge:
         self.ctx = zmq.Context(io_threads=1)
         self.router: zmq.Socket | None = self.ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 0)
-        self.router.setsockopt(zmq.MAXMSGSIZE, max_bytes)
+        self.router.setsockopt(zmq.MAXMSGSIZE, max_bytes + 2)  # room for a tolerated \r\n
         self.router.setsockopt(zmq.RCVHWM, RCVHWM)
         self.router.setsockopt(zmq.SNDHWM, _SNDHWM)
         self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -173,10 +173,15 @@ class Bridge:
                 self.fatal(FOREIGN_IDENTITY, frames[0][:64])
             elif len(frames) != 2:  # an empty first frame: a REQ socket's envelope
                 self.emit(MULTIPART, f"{len(frames) - 1}{'' if frames[1] else ' empty-first'}".encode())
-            elif len(frames[1]) > self.max_bytes:  # libzmq enforces it; belt and braces
-                self.emit(OVERSIZE, str(len(frames[1])).encode())
-            else:
+            elif len(frames[1]) <= self.max_bytes:
                 self.emit(MESSAGE, frames[1])
+            else:  # the limit does not count a trailing newline (the codec drops it)
+                body = frames[1]
+                body = body[:-2] if body.endswith(b"\r\n") else body.removesuffix(b"\n")
+                if len(body) > self.max_bytes:
+                    self.emit(OVERSIZE, str(len(body)).encode())
+                else:
+                    self.emit(MESSAGE, body)
 
     def read_monitor(self) -> None:
         zmq = self.zmq

@@ -279,6 +279,40 @@ def test_line_framer_reports_an_over_long_line_before_its_end_and_only_once() ->
         inbox.take()
 
 
+def test_line_framer_takes_a_message_of_the_limit_ending_in_crlf() -> None:
+    # The \r of an allowed \r\n was counted: exactly the limit, then \r\n, was "oversize".
+    inbox = Inbox("b")
+    framer = LineFramer(inbox, max_bytes=10)
+    framer.feed(b'"' + b"x" * 8 + b'"\r\n')
+    assert inbox.take() == '"' + "x" * 8 + '"'
+    framer.feed(b'"xxxx')
+    framer.feed(b'xxxx"\r\n')  # the same, cut across reads
+    assert inbox.take() == '"' + "x" * 8 + '"'
+    for line in (b"y" * 11 + b"\r\n", b"y" * 12 + b"\r\n", b"y" * 11 + b"\n"):
+        framer.feed(line)
+    for size in (11, 12, 11):
+        with pytest.raises(OversizeMessageError, match=f"a message of {size} bytes, over the 10-byte"):
+            inbox.take()
+
+
+def test_line_framer_skips_blank_lines_by_the_run_and_refuses_too_many() -> None:
+    # 8 MiB of newlines cost the referee 3.2 s of CPU, one loop pass per line, counted nowhere.
+    inbox = Inbox("b")
+    framer = LineFramer(inbox, max_bytes=100)
+    framer.feed(b"\n" * 60 + b" \r\n" * 10 + b"{}\n" + b"\n" * 60)
+    framer.feed(b"\n" * 60)
+    assert inbox.take() == "{}"
+    with pytest.raises(MalformedMessageError, match="more than 100 bytes of blank lines in a row"):
+        inbox.take()
+    framer.feed(b"\n" * 50 + b"{}\n" + b"\n" * 50 + b"{}\n")  # counted from the last message
+    assert inbox.take() == "{}" and inbox.take() == "{}" and len(inbox) == 0
+    framer = LineFramer(Inbox("c"))
+    framer.feed(b"\n" * (8 << 20))  # one run, skipped at once: one report
+    with pytest.raises(MalformedMessageError, match="more than 1048576 bytes of blank lines"):
+        framer.inbox.take()
+    assert len(framer.inbox) == 0
+
+
 def test_line_framer_keeps_a_line_cut_across_reads_and_ends_it_at_eof() -> None:
     inbox = Inbox("b")
     framer = LineFramer(inbox)

@@ -506,6 +506,15 @@ def main() -> None:
             os.close(1)
             while True:
                 time.sleep(1)
+        elif KIND in ("exact_size", "over_size"):  # replies of exactly 1 MiB (or 1 byte more) + \r\n or \n
+            base = _plain_move(seq, state) + b', "x-pad": "'
+            size = MIB + (KIND == "over_size")
+            link.send_raw(base + b"x" * (size - len(base) - 2) + b'"}' + (b"\r" if STDIO else b"\n"))
+        elif KIND == "blank_flood":  # blank lines for 0.1 s, then the reply
+            until = time.monotonic() + 0.1
+            while time.monotonic() < until:
+                link.send_raw(b"\n" * 65535)
+            link.send(move_reply(seq, state))
         elif KIND == "garbage":
             link.send_raw(b"\x00\xffthis is not json at all")
         elif KIND == "truncated":
