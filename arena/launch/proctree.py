@@ -203,11 +203,14 @@ class ProcessTree:
                 time.sleep(0.002)
 
 
-def pipe_holders(inode: int, pids: set[int]) -> set[int]:
-    """Which of ``pids`` have the pipe ``inode`` open now."""
+def pipe_holders(inode: int, pids: set[int], *, first: bool = False) -> set[int]:
+    """Which of ``pids`` have the pipe ``inode`` open now; with ``first``, only the first
+    found (oldest pid first: a bot's own process, usually), the others unscanned."""
     needle = f"pipe:[{inode}]"
-    found = set()
-    for pid in pids:
+    found: set[int] = set()
+    for pid in sorted(pids):
+        if first and found:
+            break
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -321,6 +323,44 @@ def test_line_framer_keeps_a_line_cut_across_reads_and_ends_it_at_eof() -> None:
     assert inbox.take() == '{"a": 1}' and len(inbox) == 0
     framer.at_eof()
     assert inbox.take() == '{"b": 2}'
+
+
+def test_the_look_at_who_holds_a_bots_output_is_paced_by_its_cost(start: Start,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under strict each look reads every descriptor of every process of the bot, every 250 ms:
+    # a bot of 240 processes holding 256 files each made it 10.4 s of referee CPU in a 20 s game.
+    channel = stdio_bot(start, "silent")
+    assert isinstance(channel, StdioChannel)
+    process = channel._process
+    looks = []
+
+    def costly_look(inode: int) -> bool:  # as a bot of many processes makes it
+        looks.append(time.monotonic())
+        time.sleep(0.05)
+        return True
+
+    monkeypatch.setattr(process, "bot_holds_output", costly_look)
+    channel._watch_pipe = True  # as a launcher that keeps a copy of the bot's stdout
+    assert channel.recv(1.5) is None
+    assert 1 <= len(looks) <= 2, looks  # 20 x 50 ms apart at least (250 ms apart: 6 looks)
+
+
+def test_pipe_holders_can_stop_at_the_first_holder() -> None:
+    from arena.launch.proctree import pipe_holders
+
+    read_end, write_end = os.pipe()
+    children = [subprocess.Popen(["sleep", "30"], pass_fds=(write_end,)) for _ in range(3)]
+    try:
+        inode = os.fstat(write_end).st_ino
+        pids = {child.pid for child in children}
+        assert pipe_holders(inode, pids) == pids
+        assert pipe_holders(inode, pids, first=True) == {min(pids)}
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_recv_timeout_returns_none(make_bot: Callable[[str], Channel]) -> None:
