@@ -140,7 +140,7 @@ class _BubblewrapProcess(BotProcess):
         candidates = self.cgroup.pids() if self.cgroup is not None else self.tree.pids()
         bwrap = {self.pid} | {pid for pid in candidates
                               if (s := read_stat(str(pid))) is not None and s.ppid == self.pid}
-        return bool(pipe_holders(inode, candidates - bwrap))
+        return bool(pipe_holders(inode, candidates - bwrap, first=True))
 
 
 @dataclass(frozen=True)
