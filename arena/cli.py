@@ -250,8 +250,9 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
         raise click.ClickException(f"{file} holds {count} record(s); there is no game {game}")
     record, states = chosen
     players = tuple(for_terminal(p, newlines=False) for p in record.get("players", ["seat 0", "seat 1"]))[:2]
-    click.echo(f"{file}: {count} record(s) valid; game {game}: seed {record.get('seed')}, "
-               f"edition {record.get('edition')}, {players[0]} vs {players[1]}")
+    click.echo(for_terminal(f"{file}: {count} record(s) valid; game {game}: seed {record.get('seed')}, "
+                            f"edition {record.get('edition')}, ", newlines=False)
+               + f"{players[0]} vs {players[1]}")
     if html_out is not None:
         from arena.cli_report import write_replay_html
 
@@ -273,7 +274,7 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     if result.get("detail"):  # a failure: its first line, then the loser's log tail if any
         _echo_detail(str(result["detail"]), line + ": ")
     else:
-        click.echo(line)
+        click.echo(for_terminal(line, newlines=False))
 
 
 def _describe_move(entry: dict, players: tuple) -> str:

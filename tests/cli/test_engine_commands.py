@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.records import replay
+from tests.helpers import arena
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 
@@ -122,3 +123,32 @@ def test_every_command_has_help() -> None:
     for command in ([], ["random-games"], ["replay"]):
         result = CliRunner().invoke(main, [*command, "--help"])
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+HOSTILE = "\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\u202e"  # a title change, colours, a bidi override
+
+
+def _one_record(tmp_path: Path, change) -> Path:  # type: ignore[no-untyped-def]
+    """A file of one random game's record, changed by ``change``."""
+    out = tmp_path / "game.jsonl"
+    assert arena("random-games", "1", "--seed", "1", "--out", str(out)).returncode == 0
+    record = json.loads(out.read_text())
+    change(record)
+    out.write_text(json.dumps(record) + "\n")
+    return out
+
+
+def _as_crash(record: dict, **result: object) -> None:
+    record["moves"] = record["moves"][:3]
+    record["result"] = {"reason": "crash", "winner": 1, "loser": 0, **result}
+
+
+def test_replay_never_prints_record_text_raw(tmp_path: Path) -> None:
+    # A record with a circle may carry any seed; a failure's scores are not replayed.
+    for change in (lambda r: r.update(seed=HOSTILE),
+                   lambda r: _as_crash(r, scores=[HOSTILE, HOSTILE]),
+                   lambda r: _as_crash(r, scores=[HOSTILE, HOSTILE], detail="")):
+        proc = arena("replay", str(_one_record(tmp_path, change)))
+        shown = proc.stdout + proc.stderr
+        assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown, shown
+        assert "Traceback" not in shown
