@@ -103,7 +103,7 @@ def test_replay_reports_truncated_json_and_missing_file(tmp_path: Path) -> None:
     assert "record 2: not valid JSON" in proc.stderr
     bad.write_text('{"ruleset": "patchwork"}\n')
     proc = run_cli("replay", str(bad))
-    assert proc.returncode == 1 and "record 1: first_player must be 0 or 1" in proc.stderr
+    assert proc.returncode == 1 and "record 1: key 'first_player': expected 0 or 1" in proc.stderr
     proc = run_cli("replay", str(tmp_path / "missing.jsonl"))
     assert proc.returncode == 1 and "cannot read" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -129,10 +129,11 @@ HOSTILE = "\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\u202e"  # a title change, colours,
 
 
 def _one_record(tmp_path: Path, change) -> Path:  # type: ignore[no-untyped-def]
-    """A file of one random game's record, changed by ``change``."""
-    out = tmp_path / "game.jsonl"
-    assert arena("random-games", "1", "--seed", "1", "--out", str(out)).returncode == 0
-    record = json.loads(out.read_text())
+    """A file of one random game's record (played once per test), changed by ``change``."""
+    base, out = tmp_path / "base.jsonl", tmp_path / "game.jsonl"
+    if not base.exists():
+        assert arena("random-games", "1", "--seed", "1", "--out", str(base)).returncode == 0
+    record = json.loads(base.read_text())
     change(record)
     out.write_text(json.dumps(record) + "\n")
     return out
@@ -152,3 +153,39 @@ def test_replay_never_prints_record_text_raw(tmp_path: Path) -> None:
         shown = proc.stdout + proc.stderr
         assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown, shown
         assert "Traceback" not in shown
+
+
+def _set(key: str, value: object):  # type: ignore[no-untyped-def]
+    return lambda record: record.update({key: value})
+
+
+def test_replay_refuses_a_crafted_record_in_one_line(tmp_path: Path) -> None:
+    # Each of these crashed `arena replay` (or its --html) with a traceback.
+    cases = {
+        "players": [_set("players", ["a"]), _set("players", None), _set("players", [{"a": 1}, "b"])],
+        "result.scores": [lambda r: _as_crash(r)],
+        "time_control.per_move_ms": [_set("time_control", {"per_move_ms": float("nan")})],
+        "moves[0].player": [lambda r: r["moves"][0].update(player=False)],
+        "moves[0].time_ms": [lambda r: r["moves"][0].update(time_ms=float("inf"))],
+        "seed": [_set("seed", "1")],
+        "result.winner": [lambda r: _as_crash(r, scores=[1, 2], winner=True)],
+    }
+    html = ["--html", str(tmp_path / "game.html")]
+    for key, changes in cases.items():
+        for change in changes:
+            path = _one_record(tmp_path, change)
+            for extra in ([], html) if key in ("players", "time_control.per_move_ms") else ([],):
+                proc = arena("replay", str(path), *extra)
+                assert proc.returncode == 1 and "Traceback" not in proc.stderr, (key, proc.stderr)
+                assert proc.stderr.startswith(f"Error: {path}: record 1: key '{key}"), proc.stderr
+                assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_replay_refuses_unreadable_json_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    for line, why in (('{"seed": ' + "9" * 5000 + "}", "an integer of more than 4300 digits"),
+                      ("[" * 100_000, "nested too deeply")):
+        path.write_text(line + "\n")
+        proc = arena("replay", str(path))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert f"record 1: not a usable record ({why})" in proc.stderr
