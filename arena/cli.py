@@ -26,7 +26,16 @@ SEEDS = click.IntRange(*SEED_RANGE)
 
 
 class ArenaGroup(click.Group):
-    """A group that turns our errors into one-line click errors."""
+    """A group that turns our errors into one-line click errors, and escapes every click
+    error it passes on: parsing the group's arguments (make_context) and running a command,
+    its own argument parsing included (invoke), are where all of them arise."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise terminal_safe(exc) from None
 
     def invoke(self, ctx: click.Context) -> object:
         from arena.signals import unwind_on_termination
@@ -36,6 +45,22 @@ class ArenaGroup(click.Group):
             return super().invoke(ctx)
         except (ArenaError, OSError) as exc:  # OSError: a path we could not read or write
             raise click.ClickException(one_line(exc)) from None
+        except click.ClickException as exc:
+            raise terminal_safe(exc) from None
+
+
+def terminal_safe(error: click.ClickException) -> click.ClickException:
+    """``error`` as click will print it, with control characters and escape sequences shown
+    escaped (untrusted.for_terminal): click's usage errors repeat the arguments as given
+    (``Got unexpected extra arguments (...)``), and an argument may be a file name holding
+    ESC. The same error when there is nothing to escape (the usual case)."""
+    text = error.format_message()
+    safe = for_terminal(text)
+    if safe == text:
+        return error
+    if isinstance(error, click.UsageError):  # usage, hint and message, exit status 2
+        return click.UsageError(safe, ctx=error.ctx)
+    return click.ClickException(safe)  # exit status 1, as click's other errors
 
 
 class VerdictCommand(click.Command):
@@ -51,7 +76,7 @@ class VerdictCommand(click.Command):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.ClickException as exc:
-            exc.show()
+            terminal_safe(exc).show()
             raise SystemExit(self.ERROR_STATUS) from None
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -60,7 +85,7 @@ class VerdictCommand(click.Command):
         except (click.exceptions.Exit, click.Abort):
             raise
         except click.ClickException as exc:
-            exc.show()
+            terminal_safe(exc).show()
             raise SystemExit(self.ERROR_STATUS) from None
         except KeyboardInterrupt:
             click.echo("\ninterrupted: no verdict", err=True)

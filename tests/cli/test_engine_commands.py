@@ -189,3 +189,19 @@ def test_replay_refuses_unreadable_json_in_one_line(tmp_path: Path) -> None:
         proc = arena("replay", str(path))
         assert proc.returncode == 1 and "Traceback" not in proc.stderr
         assert f"record 1: not a usable record ({why})" in proc.stderr
+
+
+def test_usage_errors_and_file_names_are_escaped(tmp_path: Path) -> None:
+    # click repeats the arguments it refuses; any of them may be a file name holding ESC.
+    hostile = tmp_path / ("a" + HOSTILE)
+    hostile.write_text("")
+    for args, status in ((["replay", str(hostile)], 1),  # "FILE holds 0 record(s)"
+                         (["check-bot", "a", "b", str(hostile)], 2),  # unexpected extra arguments
+                         (["replay", "--game", HOSTILE, "x"], 2),  # not a valid integer range
+                         ([HOSTILE], 2),  # no such command
+                         (["sprt", "a", "b", str(hostile)], 3)):  # sprt shows its own usage errors
+        proc = arena(*args)
+        assert proc.returncode == status, (args, proc.stderr)
+        assert "Error: " in proc.stderr and "\\x1b]0;PWNED\\x07" in proc.stderr, proc.stderr
+        shown = proc.stdout + proc.stderr
+        assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown, shown
