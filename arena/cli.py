@@ -26,7 +26,16 @@ SEEDS = click.IntRange(*SEED_RANGE)
 
 
 class ArenaGroup(click.Group):
-    """A group that turns our errors into one-line click errors."""
+    """A group that turns our errors into one-line click errors, and escapes every click
+    error it passes on: parsing the group's arguments (make_context) and running a command,
+    its own argument parsing included (invoke), are where all of them arise."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise terminal_safe(exc) from None
 
     def invoke(self, ctx: click.Context) -> object:
         from arena.signals import unwind_on_termination
@@ -36,9 +45,25 @@ class ArenaGroup(click.Group):
             return super().invoke(ctx)
         except (ArenaError, OSError) as exc:  # OSError: a path we could not read or write
             raise click.ClickException(one_line(exc)) from None
+        except click.ClickException as exc:
+            raise terminal_safe(exc) from None
         except KeyboardInterrupt:  # Ctrl-C: the shell's status for it (click says "Aborted!", 1)
             click.echo("\ninterrupted", err=True)
             raise SystemExit(130) from None
+
+
+def terminal_safe(error: click.ClickException) -> click.ClickException:
+    """``error`` as click will print it, with control characters and escape sequences shown
+    escaped (untrusted.for_terminal): click's usage errors repeat the arguments as given
+    (``Got unexpected extra arguments (...)``), and an argument may be a file name holding
+    ESC. The same error when there is nothing to escape (the usual case)."""
+    text = error.format_message()
+    safe = for_terminal(text)
+    if safe == text:
+        return error
+    if isinstance(error, click.UsageError):  # usage, hint and message, exit status 2
+        return click.UsageError(safe, ctx=error.ctx)
+    return click.ClickException(safe)  # exit status 1, as click's other errors
 
 
 class VerdictCommand(click.Command):
@@ -54,7 +79,7 @@ class VerdictCommand(click.Command):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.ClickException as exc:
-            exc.show()
+            terminal_safe(exc).show()
             raise SystemExit(self.ERROR_STATUS) from None
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -63,7 +88,7 @@ class VerdictCommand(click.Command):
         except (click.exceptions.Exit, click.Abort):
             raise
         except click.ClickException as exc:
-            exc.show()
+            terminal_safe(exc).show()
             raise SystemExit(self.ERROR_STATUS) from None
         except KeyboardInterrupt:
             click.echo("\ninterrupted: no verdict", err=True)
@@ -253,8 +278,9 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
         raise click.ClickException(f"{file} holds {count} record(s); there is no game {game}")
     record, states = chosen
     players = tuple(for_terminal(p, newlines=False) for p in record.get("players", ["seat 0", "seat 1"]))[:2]
-    click.echo(f"{file}: {count} record(s) valid; game {game}: seed {record.get('seed')}, "
-               f"edition {record.get('edition')}, {players[0]} vs {players[1]}")
+    click.echo(for_terminal(f"{file}: {count} record(s) valid; game {game}: seed {record.get('seed')}, "
+                            f"edition {record.get('edition')}, ", newlines=False)
+               + f"{players[0]} vs {players[1]}")
     if html_out is not None:
         from arena.cli_report import write_replay_html
 
@@ -276,7 +302,7 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     if result.get("detail"):  # a failure: its first line, then the loser's log tail if any
         _echo_detail(str(result["detail"]), line + ": ")
     else:
-        click.echo(line)
+        click.echo(for_terminal(line, newlines=False))
 
 
 def _describe_move(entry: dict, players: tuple) -> str:

@@ -7,6 +7,7 @@ rules engine and must reproduce the stored result. See the README for the fields
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 from arena.engine import GameState, Move, Termination
 from arena.engine.components import ruleset_for
 from arena.errors import ArenaError, RecordError
+from arena.schemas import load_schema, problem, problems
 
 RECORD_FORMAT = "patchwork-arena/game-record"
 RECORD_VERSION = 1
@@ -89,13 +91,46 @@ def initial_state(record: dict[str, Any]) -> GameState:
     return state
 
 
-def replay(record: dict[str, Any], *, check_result: bool = True) -> list[GameState]:
-    """Replay a record, validating every move; returns the states (initial, after each move).
+def check_record(record: Any) -> None:
+    """Raise RecordError naming the first field of ``record`` that is not of the shape of the
+    record schema (arena/schemas/record.json), or a number in it that is not finite.
 
-    Raises RecordError naming the move number (1-based) and why it is wrong.
+    A record is untrusted input: this is what lets every reader index and print its fields
+    (two player names, two integer scores, an integer seed, finite numbers for JSON).
     """
     if not isinstance(record, dict):
         raise RecordError("a record must be a JSON object")
+    found = problems(record, load_schema("record"), table="object")
+    if found:
+        raise RecordError(found[0])
+    key = _non_finite(record)
+    if key is not None:
+        raise RecordError(problem(key, "a finite number", "NaN or Infinity"))
+
+
+def _non_finite(value: Any) -> str | None:
+    """The key (``a.b[2]``) of the first NaN or infinity in a JSON value, or None."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        key, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return key
+        if isinstance(item, dict):
+            for name, inner in item.items():
+                name = name if name.isidentifier() else ascii(name)[1:-1][:60]  # keys are untrusted text
+                stack.append((f"{key}.{name}" if key else name, inner))
+        elif isinstance(item, list):
+            stack.extend((f"{key}[{i}]", v) for i, v in enumerate(item))
+    return None
+
+
+def replay(record: dict[str, Any], *, check_result: bool = True) -> list[GameState]:
+    """Replay a record, validating every move; returns the states (initial, after each move).
+
+    The record's shape is checked first (:func:`check_record`). Raises RecordError naming
+    the field, or the move number (1-based), and why it is wrong.
+    """
+    check_record(record)
     state = initial_state(record)
     states = [state.clone()]
     moves = record.get("moves")
@@ -164,6 +199,12 @@ def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             except json.JSONDecodeError as exc:
                 raise RecordError(f"{path}: record {number}: not valid JSON ({exc.msg} at "
                                   f"column {exc.colno})") from None
+            except ValueError:  # json.loads refuses an integer of more than 4300 digits
+                raise RecordError(f"{path}: record {number}: not a usable record (an integer of "
+                                  "more than 4300 digits)") from None
+            except RecursionError:
+                raise RecordError(f"{path}: record {number}: not a usable record (nested too "
+                                  "deeply)") from None
             if not isinstance(record, dict):
                 raise RecordError(f"{path}: record {number}: not a JSON object")
             yield number, record

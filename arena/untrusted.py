@@ -11,7 +11,8 @@ the files of its folder, the output of its build) is hostile until it has passed
   escapes, but not encodable as UTF-8) where bot messages are decoded;
 - :func:`for_terminal` shows control characters, escape sequences and bidi overrides as
   visible escapes before text is printed;
-- :func:`csv_cell` keeps a spreadsheet from reading a cell as a formula;
+- :func:`csv_cell` escapes a CSV cell's control characters like :func:`for_terminal` and
+  keeps a spreadsheet from reading it as a formula;
 - :func:`inside` builds a path from a name and refuses one that leaves its folder;
 - :func:`refuse_symlinks` refuses a bot folder holding symbolic links;
 - :func:`copy_folder` copies a bot folder without ever following a link, even one swapped
@@ -135,10 +136,15 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def csv_cell(value: Any) -> Any:
-    """A CSV cell that no spreadsheet runs as a formula: text beginning with ``=``, ``+``,
-    ``-``, ``@``, a tab or a line break gets a leading ``'``. Numbers, and text that is
-    just a number (``-3``, ``+1.5e3``), are left alone."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+    """A CSV cell safe to open and to ``cat``: control characters, escape sequences and
+    bidi overrides shown escaped as :func:`for_terminal` does (newlines and tabs kept; a
+    NUL byte broke CSV tools), and no spreadsheet runs it as a formula: text beginning with
+    ``=``, ``+``, ``-``, ``@``, a tab or a line break gets a leading ``'``. Numbers, and
+    text that is just a number (``-3``, ``+1.5e3``), are left alone."""
+    if not isinstance(value, str):
+        return value
+    value = for_terminal(value)
+    if value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
 

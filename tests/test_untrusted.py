@@ -313,8 +313,38 @@ def test_for_terminal_escapes_everything_a_terminal_acts_on() -> None:
 
 
 def test_csv_cells_that_start_a_formula_are_neutralised() -> None:
-    assert [csv_cell(v) for v in ("=1+1", "+cmd", "-cmd", "@x", "\tx", "\rx", "ok", "-3", "+1.5e3", -2)] == \
-        ["'=1+1", "'+cmd", "'-cmd", "'@x", "'\tx", "'\rx", "ok", "-3", "+1.5e3", -2]
+    assert [csv_cell(v) for v in ("=1+1", "+cmd", "-cmd", "@x", "\tx", "\nx", "ok", "-3", "+1.5e3", -2)] == \
+        ["'=1+1", "'+cmd", "'-cmd", "'@x", "'\tx", "'\nx", "ok", "-3", "+1.5e3", -2]
+    # escaped, and then not a formula:
+    assert csv_cell("\rx\x00\x1b]0;t\x07\u202e") == "\\x0dx\\x00\\x1b]0;t\\x07\\u202e"
+
+
+def test_report_csv_files_hold_no_control_characters(tmp_path: Path) -> None:
+    """A bot's error message and stderr tail (ESC, BEL, NUL, bidi overrides) reached the
+    report's CSV files raw: `cat` ran the sequences, the NUL broke CSV tools."""
+    import unicodedata
+
+    misbehaving_bot(tmp_path / "bots" / "quitter", "hostile_error", stdio=True, name="quitter")
+    out = tmp_path / "results"
+    proc = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--bots", RANDOM, "--games", "2",
+                 "--concurrency", "1", "--sandbox", "none", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = arena("report", str(out), "--bootstrap", "20")
+    assert report.returncode == 0, report.stderr
+    files = sorted((out / "report" / "csv").glob("*.csv"))
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        assert [b for b in data if b < 0x20 and b not in b"\t\n\r"] == [], path.name
+        text = data.decode("utf-8")
+        assert [ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\t\n\r"] == [], \
+            path.name
+    with (out / "report" / "csv" / "abnormal_games.csv").open(encoding="utf-8", newline="") as handle:
+        details = [row["detail"] for row in csv.DictReader(handle)]
+    assert len(details) == 2
+    for detail in details:  # shown escaped, the log tail still on lines of its own
+        assert "gave up: lone \ufffd surrogate \\x1b]0;pwned title\\x07" in detail and "NUL \\x00" in detail
+        assert "\n  stderr tail: NUL \\x00" in detail
 
 
 def test_inside_refuses_paths_that_leave_the_folder(tmp_path: Path) -> None:

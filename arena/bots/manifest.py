@@ -121,6 +121,10 @@ class Manifest:
                                         f"{shown(raw_command)} ({exc})"))
         elif isinstance(raw_command, list):
             command = tuple(raw_command)
+        if command and isinstance(command[0], str) and not command[0].strip():
+            # ["", "a"] or "'' a": Popen would try to execute a file named '' (Permission denied)
+            problems.append(problem("command", "a program to run as the first word (not empty, not only "
+                                    "spaces), e.g. command = \"python bot.py\"", got(raw_command)))
         problems += _argument_problems(data)
         if problems:
             raise ManifestError(path, problems)

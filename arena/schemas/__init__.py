@@ -1,7 +1,8 @@
 """JSON Schemas of the files users write, and the one checker that reports on them.
 
-``tournament.json`` (the tournament config, TOML), ``manifest.json`` (a bot's ``bot.toml``)
-and ``components.json`` (a Stack'n Stuff component file, JSON) ship in this package. Every
+``tournament.json`` (the tournament config, TOML), ``manifest.json`` (a bot's ``bot.toml``),
+``components.json`` (a Stack'n Stuff component file, JSON) and ``record.json`` (a game
+record, checked by :func:`arena.records.check_record`) ship in this package. Every
 problem they find reads ``FILE: key 'a.b': expected WHAT, got WHAT`` on one line: WHAT is
 the ``description`` of the failing part of the schema, or is derived from its type, range
 or choices. Rules a schema cannot express (games per pairing even, challengers that are
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from arena.errors import ConfigError
 from arena.untrusted import NAME_RULE, is_valid_name, shown
 
-KINDS = ("tournament", "manifest", "components")
+KINDS = ("tournament", "manifest", "components", "record")
 MISSING = "nothing (the key is missing)"
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ def problem(key: str, expected: str, got_text: str) -> str:
 def got(value: Any, table: str = "table") -> str:
     """A value as an error message shows it: safe ASCII, cut short, with its kind where the
     quoting does not say it (``table`` names a mapping: "table" in TOML, "object" in JSON)."""
+    if value is None:  # JSON's null (TOML has none)
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -64,7 +67,8 @@ def got(value: Any, table: str = "table") -> str:
         return text if len(text) <= 40 else f"{text[:20]}... ({len(str(abs(value)))} digits)"
     if isinstance(value, str):
         return shown(value)
-    kind = {list: "a list", tuple: "a list", dict: f"a {table}", float: "a number"}.get(
+    article = "an" if table[:1] in ("a", "e", "i", "o", "u") else "a"
+    kind = {list: "a list", tuple: "a list", dict: f"{article} {table}", float: "a number"}.get(
         type(value), type(value).__name__)
     return f"{shown(value)} ({kind})"
 

@@ -84,6 +84,24 @@ def test_common_slips_in_a_bot_toml_are_named(tmp_path: Path, text: str, message
     assert len(problems) == 1 and problems[0].endswith(message), problems
 
 
+@pytest.mark.parametrize(("command", "got"), [
+    ('["", "a"]', "got ['', 'a'] (a list)"),
+    ('["   "]', "got ['   '] (a list)"),
+    ('"\'\' a"', "got \"'' a\""),  # a quoted empty word: the split gives ["", "a"]
+])
+def test_a_command_without_a_program_is_refused_at_load(tmp_path: Path, command: str, got: str) -> None:
+    """An empty first word was accepted and failed at start: "cannot start '' in ...:
+    Permission denied"."""
+    folder = bot(tmp_path, f'name = "b"\ncommand = {command}\n')
+    proc = arena("check-bot", str(folder), "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("  - ")]
+    expected = (f"  - {folder / 'bot.toml'}: key 'command': expected a program to run as the first word "
+                f"(not empty, not only spaces), e.g. command = \"python bot.py\", {got}")
+    assert problems == [expected], proc.stderr
+    assert "cannot start" not in proc.stderr
+
+
 def test_a_bot_toml_and_a_config_with_a_byte_order_mark_are_read(tmp_path: Path) -> None:
     """Some editors save UTF-8 with a BOM: it was "Invalid statement (at line 1, column 1)"."""
     folder = bot(tmp_path, "")

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.records import replay
+from tests.helpers import arena
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 
@@ -102,7 +103,7 @@ def test_replay_reports_truncated_json_and_missing_file(tmp_path: Path) -> None:
     assert "record 2: not valid JSON" in proc.stderr
     bad.write_text('{"ruleset": "patchwork"}\n')
     proc = run_cli("replay", str(bad))
-    assert proc.returncode == 1 and "record 1: first_player must be 0 or 1" in proc.stderr
+    assert proc.returncode == 1 and "record 1: key 'first_player': expected 0 or 1" in proc.stderr
     proc = run_cli("replay", str(tmp_path / "missing.jsonl"))
     assert proc.returncode == 1 and "cannot read" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -122,3 +123,85 @@ def test_every_command_has_help() -> None:
     for command in ([], ["random-games"], ["replay"]):
         result = CliRunner().invoke(main, [*command, "--help"])
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+HOSTILE = "\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\u202e"  # a title change, colours, a bidi override
+
+
+def _one_record(tmp_path: Path, change) -> Path:  # type: ignore[no-untyped-def]
+    """A file of one random game's record (played once per test), changed by ``change``."""
+    base, out = tmp_path / "base.jsonl", tmp_path / "game.jsonl"
+    if not base.exists():
+        assert arena("random-games", "1", "--seed", "1", "--out", str(base)).returncode == 0
+    record = json.loads(base.read_text())
+    change(record)
+    out.write_text(json.dumps(record) + "\n")
+    return out
+
+
+def _as_crash(record: dict, **result: object) -> None:
+    record["moves"] = record["moves"][:3]
+    record["result"] = {"reason": "crash", "winner": 1, "loser": 0, **result}
+
+
+def test_replay_never_prints_record_text_raw(tmp_path: Path) -> None:
+    # A record with a circle may carry any seed; a failure's scores are not replayed.
+    for change in (lambda r: r.update(seed=HOSTILE),
+                   lambda r: _as_crash(r, scores=[HOSTILE, HOSTILE]),
+                   lambda r: _as_crash(r, scores=[HOSTILE, HOSTILE], detail="")):
+        proc = arena("replay", str(_one_record(tmp_path, change)))
+        shown = proc.stdout + proc.stderr
+        assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown, shown
+        assert "Traceback" not in shown
+
+
+def _set(key: str, value: object):  # type: ignore[no-untyped-def]
+    return lambda record: record.update({key: value})
+
+
+def test_replay_refuses_a_crafted_record_in_one_line(tmp_path: Path) -> None:
+    # Each of these crashed `arena replay` (or its --html) with a traceback.
+    cases = {
+        "players": [_set("players", ["a"]), _set("players", None), _set("players", [{"a": 1}, "b"])],
+        "result.scores": [lambda r: _as_crash(r)],
+        "time_control.per_move_ms": [_set("time_control", {"per_move_ms": float("nan")})],
+        "moves[0].player": [lambda r: r["moves"][0].update(player=False)],
+        "moves[0].time_ms": [lambda r: r["moves"][0].update(time_ms=float("inf"))],
+        "seed": [_set("seed", "1")],
+        "result.winner": [lambda r: _as_crash(r, scores=[1, 2], winner=True)],
+    }
+    html = ["--html", str(tmp_path / "game.html")]
+    for key, changes in cases.items():
+        for change in changes:
+            path = _one_record(tmp_path, change)
+            for extra in ([], html) if key in ("players", "time_control.per_move_ms") else ([],):
+                proc = arena("replay", str(path), *extra)
+                assert proc.returncode == 1 and "Traceback" not in proc.stderr, (key, proc.stderr)
+                assert proc.stderr.startswith(f"Error: {path}: record 1: key '{key}"), proc.stderr
+                assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_replay_refuses_unreadable_json_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    for line, why in (('{"seed": ' + "9" * 5000 + "}", "an integer of more than 4300 digits"),
+                      ("[" * 100_000, "nested too deeply")):
+        path.write_text(line + "\n")
+        proc = arena("replay", str(path))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert f"record 1: not a usable record ({why})" in proc.stderr
+
+
+def test_usage_errors_and_file_names_are_escaped(tmp_path: Path) -> None:
+    # click repeats the arguments it refuses; any of them may be a file name holding ESC.
+    hostile = tmp_path / ("a" + HOSTILE)
+    hostile.write_text("")
+    for args, status in ((["replay", str(hostile)], 1),  # "FILE holds 0 record(s)"
+                         (["check-bot", "a", "b", str(hostile)], 2),  # unexpected extra arguments
+                         (["replay", "--game", HOSTILE, "x"], 2),  # not a valid integer range
+                         ([HOSTILE], 2),  # no such command
+                         (["sprt", "a", "b", str(hostile)], 3)):  # sprt shows its own usage errors
+        proc = arena(*args)
+        assert proc.returncode == status, (args, proc.stderr)
+        assert "Error: " in proc.stderr and "\\x1b]0;PWNED\\x07" in proc.stderr, proc.stderr
+        shown = proc.stdout + proc.stderr
+        assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown, shown

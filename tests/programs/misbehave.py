@@ -530,7 +530,8 @@ def main() -> None:
             for _ in range(5000):
                 link.send(move_reply(seq - 1, state))
         elif KIND == "hostile_error":  # give up with a message no terminal or encoder should trust
-            link.send({"type": "error", "message": HOSTILE_TEXT})
+            report("stderr tail: NUL \0 " + HOSTILE_TEXT)  # and a log tail like it
+            link.send({"type": "error", "message": HOSTILE_TEXT + " NUL \0"})
         elif KIND == "multipart":
             link.sock.send_multipart([json.dumps(move_reply(seq, state)).encode(), b"more"])
         elif KIND == "close_and_exit_slowly":  # like a bot whose interpreter takes long to exit
