@@ -21,6 +21,7 @@ the files of its folder, the output of its build) is hostile until it has passed
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -212,63 +213,86 @@ def walk(folder: Path | str) -> Iterator[tuple[str, list[str], list[str]]]:
         stack.extend(os.path.join(root, name) for name in reversed(dirs))
 
 
-def remove_tree(folder: Path | str) -> None:
-    """``shutil.rmtree(folder, ignore_errors=True)`` that a bot's tree cannot break: no
-    recursion (Python 3.11's rmtree raises RecursionError about 1000 folders deep, which a
-    bot's scratch folder can hold) and no path names (a tree deeper than PATH_MAX is removed
-    too): each folder is opened relative to its parent's descriptor, with O_NOFOLLOW, so a
-    link, even one swapped in meanwhile, is removed and never followed. What cannot be
-    removed is left."""
+def walk_at(folder: Path | str) -> Iterator[tuple[int, str, os.stat_result | None]]:
+    """Everything under ``folder``, top down, as ``(dir_fd, name, lstat)``: ``name`` in the
+    open folder ``dir_fd`` (act on it with ``dir_fd=``, never by path); then, once a
+    folder's contents are done, ``(dir_fd, name, None)`` with ``dir_fd`` its parent (remove
+    it there). A link is given, never followed; an entry gone meanwhile is skipped.
+
+    No recursion and no path names: a build or a bot can leave a tree deeper than Python's
+    recursion limit, than PATH_MAX, and than the descriptors we may open. One descriptor is
+    held, whatever the depth: the walk climbs back through "..", checked to be the folder
+    it came from (a folder moved meanwhile ends the walk with OSError). Changes the caller
+    makes to the entry just given (chmod, unlink, rmdir) are expected."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(folder, flags)
     try:
-        top = os.open(folder, flags)
-    except OSError:
-        return
-    # One frame per open folder: its descriptor, its name in its parent, the subfolders left.
-    stack: list[tuple[int, str, list[str]]] = [(top, "", _empty_but_folders(top))]
-    while stack:
-        fd, name, subfolders = stack[-1]
-        if subfolders:
-            child = subfolders.pop()
-            try:
-                child_fd = os.open(child, flags, dir_fd=fd)
-            except OSError:  # gone, swapped for a link (removed), or out of descriptors (left)
-                _unlink_at(fd, child)
+        top = os.fstat(fd)
+        # One level per open folder on the way down: its identity, its name, the names left.
+        levels: list[tuple[tuple[int, int], str, list[str]]] = [((top.st_dev, top.st_ino), "", _names(fd))]
+        while True:
+            _, _, pending = levels[-1]
+            if pending:
+                name = pending.pop()
+                try:
+                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                yield fd, name, info
+                if not stat.S_ISDIR(info.st_mode):
+                    continue
+                try:
+                    child = os.open(name, flags, dir_fd=fd)
+                except OSError:
+                    continue
+                opened = os.fstat(child)
+                if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                    os.close(child)  # swapped since it was looked at: not this walk's
+                    continue
+                os.close(fd)
+                fd = child
+                levels.append(((info.st_dev, info.st_ino), name, _names(fd)))
                 continue
-            stack.append((child_fd, child, _empty_but_folders(child_fd)))
-            continue
+            if len(levels) == 1:
+                return
+            _, name, _ = levels.pop()
+            parent = os.open("..", flags, dir_fd=fd)
+            reached = os.fstat(parent)
+            os.close(fd)
+            fd = parent
+            if (reached.st_dev, reached.st_ino) != levels[-1][0]:
+                raise OSError(errno.ESTALE, f"{name!r} was moved while its folder was walked")
+            yield fd, name, None
+    finally:
         os.close(fd)
-        stack.pop()
-        if stack:
-            try:
-                os.rmdir(name, dir_fd=stack[-1][0])
-            except OSError:
-                pass
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
 
 
-def _empty_but_folders(dir_fd: int) -> list[str]:
-    """Remove everything in the open folder but its subfolders, and return their names."""
-    subfolders = []
+def _names(dir_fd: int) -> list[str]:
     try:
-        with os.scandir(dir_fd) as entries:
-            names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        return os.listdir(dir_fd)
     except OSError:
         return []
-    for name, is_dir in names:
-        if is_dir:
-            subfolders.append(name)
-        else:
-            _unlink_at(dir_fd, name)
-    return subfolders
 
 
-def _unlink_at(dir_fd: int, name: str) -> None:
+def remove_tree(folder: Path | str) -> None:
+    """``shutil.rmtree(folder, ignore_errors=True)`` that a bot's tree cannot break
+    (:func:`walk_at`: Python 3.11's rmtree raised RecursionError about 1000 folders deep,
+    which a bot's scratch folder can hold, and by path a tree deeper than PATH_MAX cannot
+    be reached); a link, even one swapped in meanwhile, is removed, never followed. What
+    cannot be removed is left."""
     try:
-        os.unlink(name, dir_fd=dir_fd)
+        for dir_fd, name, info in walk_at(folder):
+            try:
+                if info is None:
+                    os.rmdir(name, dir_fd=dir_fd)
+                elif not stat.S_ISDIR(info.st_mode):
+                    os.unlink(name, dir_fd=dir_fd)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    try:
+        os.rmdir(folder)
     except OSError:
         pass
 
@@ -446,4 +470,4 @@ def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any,
 __all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "FOLDER_MAX_BYTES", "FOLDER_MAX_FILES", "NAME_MAX",
            "NAME_RULE", "cap", "check_name", "clean_strings", "copy_folder", "csv_cell", "csv_frame",
            "file_name", "for_terminal", "inside", "is_argument", "is_valid_name", "may_hold_surrogates",
-           "refuse_symlinks", "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk"]
+           "refuse_symlinks", "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk", "walk_at"]

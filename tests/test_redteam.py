@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -189,6 +190,30 @@ def test_a_build_that_leaves_a_deep_tree_does_not_crash_the_tournament(tmp_path:
     # handed back to root all the way down
     deepest = max((root for root, _, _ in walk(out / "builds" / "deepbuild")), key=len)
     assert os.stat(deepest).st_uid == 0
+
+
+@needs_strict
+def test_a_build_nesting_past_path_max_is_handed_back_all_the_way_down(tmp_path: Path) -> None:
+    # The hand-back walked by path: 2,100 levels of dd/ stopped it with "File name too long",
+    # leaving a setuid file, a world-writable file and folder and a FIFO of the build's uid.
+    from arena.untrusted import walk_at
+
+    build = ("python3 -c \"import os\nfor i in range(2100):\n    os.mkdir('dd'); os.chdir('dd')\n"
+             "open('suid', 'w').write('x'); os.chmod('suid', 0o4755)\n"
+             "open('ww', 'w').write('x'); os.chmod('ww', 0o666)\n"
+             "os.mkdir('open'); os.chmod('open', 0o777); os.mkfifo('fifo')\"")
+    bot = _copy_random(tmp_path / "deeperbuild", "deeperbuild", build=build)
+    out = tmp_path / "out"
+    run = arena("run-tournament", "--bots", str(bot), "--bots", RANDOM, "--games", "2",
+                "--concurrency", "1", "--sandbox", "strict", "--out", str(out), timeout=300)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert "0 ended abnormally" in run.stdout, run.stdout
+    seen = {}
+    for _, name, info in walk_at(out / "builds" / "deeperbuild"):
+        if info is not None:
+            seen[name] = info
+            assert info.st_uid == 0 and not info.st_mode & (stat.S_ISUID | stat.S_ISGID | 0o022), name
+    assert {"suid", "ww", "open"} <= set(seen) and "fifo" not in seen
 
 
 def test_submit_of_a_folder_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -471,6 +471,13 @@ def test_remove_tree_removes_a_tree_deeper_than_path_max_and_follows_no_link(tmp
         os.close(fd)
         fd = child
     os.close(fd)
-    remove_tree(top)
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))  # fewer descriptors than levels
+    try:
+        remove_tree(top)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert not top.exists() and (outside / "keep").read_text() == "x"
     remove_tree(tmp_path / "no-such-folder")  # nothing to do, no error

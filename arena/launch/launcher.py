@@ -44,7 +44,7 @@ from arena.launch.bubblewrap import (
 from arena.launch.cgroup import remove_stale_groups
 from arena.launch.process import BotProcess, ResourceLimits
 from arena.launch.proctree import pipe_holders, read_stat
-from arena.untrusted import walk
+from arena.untrusted import walk_at
 
 LEVELS = ("none", "strict")
 """The sandbox levels, as ``--sandbox`` and the tournament config's ``sandbox`` key spell them."""
@@ -228,34 +228,33 @@ def _runtime_paths() -> tuple[Path, ...]:
 
 def _hand_to(folder: Path, uid: int) -> None:
     """Make the copy the build's own (it is reachable only inside the build's sandbox)."""
-    for path in _tree(folder):
-        os.lchown(path, uid, uid)
+    os.chown(folder, uid, uid, follow_symlinks=False)
+    for dir_fd, name, info in walk_at(folder):
+        if info is not None:
+            os.chown(name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def _hand_back(folder: Path) -> None:
     """After the build (and everything it started) is dead: give the copy back to root,
     readable by every bot uid and writable by none, without setuid/setgid bits; anything
-    but folders, regular files and symlinks (a FIFO, a socket) is removed."""
-    for path in _tree(folder):
-        info = os.lstat(path)
+    but folders, regular files and symlinks (a FIFO, a socket) is removed. By descriptor,
+    at any depth (walk_at): a build nesting folders past PATH_MAX stopped a walk by path
+    half-way, leaving setuid and world-writable files of the build's uid behind."""
+    os.chown(folder, 0, 0, follow_symlinks=False)
+    os.chmod(folder, 0o755)
+    for dir_fd, name, info in walk_at(folder):
+        if info is None:
+            continue
         if stat.S_ISLNK(info.st_mode):
-            os.lchown(path, 0, 0)
+            os.chown(name, 0, 0, dir_fd=dir_fd, follow_symlinks=False)
         elif stat.S_ISDIR(info.st_mode):
-            os.lchown(path, 0, 0)
-            os.chmod(path, 0o755)
+            os.chown(name, 0, 0, dir_fd=dir_fd, follow_symlinks=False)
+            os.chmod(name, 0o755, dir_fd=dir_fd)
         elif stat.S_ISREG(info.st_mode):
-            os.lchown(path, 0, 0)
-            os.chmod(path, 0o755 if info.st_mode & 0o111 else 0o644)
+            os.chown(name, 0, 0, dir_fd=dir_fd, follow_symlinks=False)
+            os.chmod(name, 0o755 if info.st_mode & 0o111 else 0o644, dir_fd=dir_fd)
         else:
-            os.unlink(path)
-
-
-def _tree(folder: Path) -> Iterator[str]:
-    """``folder`` and everything under it, never following a symlink."""
-    yield str(folder)
-    for root, dirs, files in walk(folder):
-        for name in dirs + files:
-            yield os.path.join(root, name)
+            os.unlink(name, dir_fd=dir_fd)
 
 
 __all__ = ["LEVELS", "BubblewrapLauncher", "Launcher", "UnconfinedLauncher"]
