@@ -6,6 +6,7 @@ Every ArenaError becomes a one-line message and exit status 1, never a traceback
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -120,8 +121,10 @@ def shell_word(path: Path | str) -> str:
 class BotFolder(click.Path):
     """A bot's folder. A path to its bot.toml means the folder (``arena check-bot
     mybot/bot.toml`` is ``arena check-bot mybot``); any other file is refused in one line
-    that says to give the folder. Nothing is read here: the manifest is read (and, for
-    submit, links refused) by the command."""
+    that says to give the folder. The name of a sample bot (``mcts``, or
+    ``sample_bots/mcts`` as the README writes it) that is no folder here means the sample
+    bot shipped with arena: the README's examples work from any folder. Nothing is read
+    here: the manifest is read (and, for submit, links refused) by the command."""
 
     def __init__(self) -> None:
         super().__init__(file_okay=False, path_type=Path)
@@ -136,6 +139,12 @@ class BotFolder(click.Path):
             elif path.exists() and not path.is_dir():
                 self.fail(for_terminal(f"{value}: not a folder; give the bot's folder (the one holding "
                                        f"{MANIFEST})", newlines=False), param, ctx)
+            elif not os.path.lexists(path) and path.parts[:-1] in ((), ("sample_bots",)):
+                from arena.resources import sample_bots_dir
+
+                shipped = sample_bots_dir() / path.name
+                if path.name and (shipped / MANIFEST).is_file():
+                    value = shipped
         return super().convert(value, param, ctx)
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import ArenaError, BotStartError, ConfigError
-from arena.resources import package_path
+from arena.resources import package_path, sample_bots_dir
 from arena.schemas import got, load_schema, parse_toml, problem
 from arena.schemas import problems as schema_problems
 from arena.untrusted import (
@@ -96,7 +96,9 @@ class Manifest:
         folder = Path(folder).resolve()
         path = folder / MANIFEST
         if not folder.is_dir():
-            raise ConfigError(f"{folder}: not a bot folder (no such directory)")
+            samples = sorted(p.name for p in sample_bots_dir().iterdir() if (p / MANIFEST).is_file())
+            raise ConfigError(f"{folder}: not a bot folder (no such directory; the sample bots that ship "
+                              f"with arena go by their names: {', '.join(samples)})")
         try:
             text = _read_manifest(path)
         except FileNotFoundError:

@@ -343,3 +343,24 @@ def test_a_bot_that_leaves_a_deep_tree_in_its_tmp_does_not_break_play(tmp_path: 
     assert "0 ended abnormally" in proc.stdout, proc.stdout
     assert "deep_tmp: DONE" in (tmp_path / "logs" / "digger.stderr.log").read_text()
     assert list(temp.iterdir()) == []
+
+
+def test_sample_bots_go_by_their_names_from_any_folder(tmp_path: Path) -> None:
+    # The README's `arena play path/to/mybot sample_bots/mcts` failed outside the checkout,
+    # with no word of where the sample bots are.
+    proc = arena("play", "random", "sample_bots/greedy", "--games", "2", "--time-per-move", "200",
+                 cwd=tmp_path)
+    assert proc.returncode == 0 and "summary: random " in proc.stdout and "greedy" in proc.stdout, \
+        proc.stdout + proc.stderr
+    mine = sdk_bot(tmp_path / "random", "mine", """
+        def choose(state, legal_moves, clock):
+            return legal_moves[0]
+    """)
+    assert mine.is_dir()
+    proc = arena("play", "random", "greedy", "--games", "2", "--time-per-move", "200", cwd=tmp_path)
+    assert "summary: mine " in proc.stdout, proc.stdout + proc.stderr  # a folder here comes first
+    proc = arena("play", "nosuch", "greedy", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().endswith(
+        "not a bot folder (no such directory; the sample bots that ship with arena go by their names: "
+        "cbot, greedy, mcts, random)"), proc.stderr
