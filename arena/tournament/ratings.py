@@ -148,6 +148,9 @@ class ScheduleOrderTally:
         return self.rated >= self.total
 
     def leader(self) -> tuple[str, float] | None:
+        """The leader once a game is rated (before, every entrant ties: the first name led)."""
+        if not any(stats["wins"] for stats in self.tally.stats.values()):
+            return None
         return self.tally.online.leader()
 
     def table(self) -> pd.DataFrame | None:

@@ -76,6 +76,7 @@ def test_games_coming_in_any_order_give_exactly_the_stored_table(order: str) -> 
     elif order == "reversed":
         rows.reverse()
     tally = ScheduleOrderTally(len(rows), ["idle"])
+    assert tally.leader() is None  # no game yet: no leader (it named the first entrant)
     for i, row in enumerate(rows):
         assert tally.table() is None  # not all in yet
         tally.add_game(*row)
