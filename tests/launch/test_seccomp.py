@@ -155,6 +155,7 @@ denied = {
     "dnotify": on_fd("/usr", 72, 1026, 0x1),
     "netlink_uevent": sock(socket.AF_NETLINK, socket.SOCK_DGRAM, 15),
     "memfd_secret": call(447, 0),
+    "fallocate": on_fd("/tmp/probe-falloc", 285, 0, 0, 4096, flags=os.O_RDWR | os.O_CREAT),
     "x32": x32_call(),
     "unshare": call(272, 0x10000000),  # last: when it works, the probe is in a new namespace
 }
@@ -185,7 +186,7 @@ EXPECTED_DENIED = {
     "ptrace": errno.EPERM, "process_vm_readv": errno.EPERM, "bpf": errno.EPERM,
     "perf_event_open": errno.EPERM, "io_uring_setup": errno.EPERM, "userfaultfd": errno.EPERM,
     "inotify_add_watch": errno.EPERM, "fanotify_init": errno.EPERM, "dnotify": errno.EPERM,
-    "netlink_uevent": errno.EPROTONOSUPPORT, "memfd_secret": errno.ENOSYS,
+    "netlink_uevent": errno.EPROTONOSUPPORT, "memfd_secret": errno.ENOSYS, "fallocate": errno.EOPNOTSUPP,
     "x32": f"signal {signal.SIGSYS.value}",  # killed, not just refused
 }
 EXPECTED_ALLOWED = {"unix": 0, "inet": 0, "inet6": 0, "netlink": 0, "loopback": "ping", "thread": 499500,
@@ -248,7 +249,7 @@ def test_without_the_filter_the_same_calls_reach_the_kernel(tmp_path: Path) -> N
     assert differ >= {"keyctl", "add_key", "request_key", "unshare", "setns", "clone_newuser", "clone3",
                       "vsock", "unix_high_bits", "ptrace", "process_vm_readv", "perf_event_open",
                       "io_uring_setup", "userfaultfd", "x32", "inotify_add_watch", "dnotify",
-                      "netlink_uevent"},\
+                      "netlink_uevent", "fallocate"},\
         report["denied"]
     assert report["allowed"] == EXPECTED_ALLOWED
 
