@@ -514,7 +514,7 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
         _echo_problems(report.problems)
         if report.log is not None:
-            click.echo(f"the bot's log is kept: {report.log}", err=True)
+            click.echo(f"the bot's log is kept: {for_terminal(str(report.log), newlines=False)}", err=True)
         raise SystemExit(1)
     click.echo("PASS: the bot conforms to the protocol")
 

@@ -222,36 +222,47 @@ def walk_at(folder: Path | str) -> Iterator[tuple[int, str, os.stat_result | Non
     No recursion and no path names: a build or a bot can leave a tree deeper than Python's
     recursion limit, than PATH_MAX, and than the descriptors we may open. One descriptor is
     held, whatever the depth: the walk climbs back through "..", checked to be the folder
-    it came from (a folder moved meanwhile ends the walk with OSError). Changes the caller
-    makes to the entry just given (chmod, unlink, rmdir) are expected."""
+    it came from (a folder moved meanwhile ends the walk with OSError). A folder's entries
+    are given as they are read, and only its subfolders' names are kept: a build can make
+    millions of names (hard links cost no inode). Changes the caller makes to the entry
+    just given (chmod, unlink, rmdir) are expected."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(folder, flags)
     try:
         top = os.fstat(fd)
-        # One level per open folder on the way down: its identity, its name, the names left.
-        levels: list[tuple[tuple[int, int], str, list[str]]] = [((top.st_dev, top.st_ino), "", _names(fd))]
+        # One level per open folder on the way down: its identity, its name, the subfolders left.
+        levels: list[tuple[tuple[int, int], str, list[str]]] = [((top.st_dev, top.st_ino), "", [])]
+        scan = True  # the folder at the top of levels is still to be read
         while True:
             _, _, pending = levels[-1]
+            if scan:
+                scan = False
+                try:
+                    entries = os.scandir(fd)
+                except OSError:
+                    entries = None
+                if entries is not None:
+                    with entries:
+                        for entry in entries:
+                            try:
+                                info = entry.stat(follow_symlinks=False)
+                            except OSError:
+                                continue
+                            yield fd, entry.name, info
+                            if stat.S_ISDIR(info.st_mode):
+                                pending.append(entry.name)
+                continue
             if pending:
                 name = pending.pop()
-                try:
-                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                except OSError:
-                    continue
-                yield fd, name, info
-                if not stat.S_ISDIR(info.st_mode):
-                    continue
                 try:
                     child = os.open(name, flags, dir_fd=fd)
                 except OSError:
                     continue
-                opened = os.fstat(child)
-                if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
-                    os.close(child)  # swapped since it was looked at: not this walk's
-                    continue
+                opened = os.fstat(child)  # a folder (O_DIRECTORY), never through a link
                 os.close(fd)
                 fd = child
-                levels.append(((info.st_dev, info.st_ino), name, _names(fd)))
+                levels.append(((opened.st_dev, opened.st_ino), name, []))
+                scan = True
                 continue
             if len(levels) == 1:
                 return
@@ -267,19 +278,13 @@ def walk_at(folder: Path | str) -> Iterator[tuple[int, str, os.stat_result | Non
         os.close(fd)
 
 
-def _names(dir_fd: int) -> list[str]:
-    try:
-        return os.listdir(dir_fd)
-    except OSError:
-        return []
-
-
 def remove_tree(folder: Path | str) -> None:
     """``shutil.rmtree(folder, ignore_errors=True)`` that a bot's tree cannot break
     (:func:`walk_at`: Python 3.11's rmtree raised RecursionError about 1000 folders deep,
     which a bot's scratch folder can hold, and by path a tree deeper than PATH_MAX cannot
-    be reached); a link, even one swapped in meanwhile, is removed, never followed. What
-    cannot be removed is left."""
+    be reached); a link, even one swapped in meanwhile, is removed, never followed. Folders
+    we own but may not write (0555, as Go's module cache makes them) are opened up first.
+    What cannot be removed is left."""
     try:
         for dir_fd, name, info in walk_at(folder):
             try:
@@ -287,6 +292,8 @@ def remove_tree(folder: Path | str) -> None:
                     os.rmdir(name, dir_fd=dir_fd)
                 elif not stat.S_ISDIR(info.st_mode):
                     os.unlink(name, dir_fd=dir_fd)
+                elif info.st_mode & 0o700 != 0o700:  # a folder of ours we could not empty (Go's
+                    os.chmod(name, stat.S_IMODE(info.st_mode) | 0o700, dir_fd=dir_fd)  # 0555 cache)
             except OSError:
                 pass
     except OSError:
@@ -386,8 +393,14 @@ def copy_folder(source: Path | str, target: Path | str, *, links_inside: bool, m
             here = target.joinpath(*parts)
             fd = open_dir(parts)
             try:
+                names = []
                 with os.scandir(fd) as entries:
-                    names = sorted(entry.name for entry in entries)
+                    for entry in entries:  # counted as listed: a folder may hold millions
+                        names.append(entry.name)
+                        if copied[1] + len(names) > max_files:
+                            raise refuse("/".join(parts) or ".", "brings the folder past its limit of "
+                                                                  f"{max_files:,} files and folders")
+                names.sort()
                 for name in names:
                     relative = "/".join((*parts, name))
                     try:  # an entry gone or swapped since the listing is refused, not followed

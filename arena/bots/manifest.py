@@ -229,8 +229,8 @@ def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | N
     try:
         with launcher.building(into) as builder:
             _run_build(manifest, into, builder, log, timeout_s, log_cap_bytes)
-    except BotStartError:
-        remove_tree(into)  # what a failed build wrote is of no use (its output is in the log)
+    except BaseException:  # a failed or interrupted build: what it wrote is of no use
+        remove_tree(into)
         raise
     return dataclasses.replace(manifest, folder=into)
 

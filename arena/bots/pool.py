@@ -116,11 +116,16 @@ class BotPool:
                         for m, label, claimed in zip(manifests, self.labels, self._claimed, strict=True)]
         self.build_errors: dict[int, str] = {}
         self._build_dir: Path | None = None
+        scratch_folders.remove_stale()  # of a check or a play killed before it could (kill -9)
         if do_build:
             if build_dir is None and any(m.builds_in_copy(launcher) for m in manifests):
                 self._build_dir = build_dir = scratch_folders.make_folder("builds")
-            built, self.build_errors = build_all(manifests, log_dir, self.labels, launcher=launcher,
-                                                 build_dir=build_dir)
+            try:
+                built, self.build_errors = build_all(manifests, log_dir, self.labels, launcher=launcher,
+                                                     build_dir=build_dir)
+            except BaseException:  # Ctrl-C during a build: the copies and uids go now
+                self.close()
+                raise
             for handle, manifest in zip(self.handles, built, strict=True):
                 handle.manifest = manifest  # the built copy, under a sandbox
         self.build_errors.update(broken or {})

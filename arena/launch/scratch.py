@@ -38,20 +38,21 @@ def remove_stale(parent: Path | None = None) -> int:
     parent = Path(parent or tempfile.gettempdir())
     removed = 0
     try:
-        entries = list(os.scandir(parent))
+        entries = os.scandir(parent)
     except OSError:
         return 0
-    for entry in entries:
-        owner = _OWNED.match(entry.name)
-        if owner is None or _alive(int(owner.group(1))):
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
-            remove_tree(entry.path)
-            removed += 1
+    with entries:  # read as it goes: a /tmp of 1.5 million names took 355 MB as a list
+        for entry in entries:
+            owner = _OWNED.match(entry.name)
+            if owner is None or _alive(int(owner.group(1))):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
+                remove_tree(entry.path)
+                removed += 1
     return removed
 
 

@@ -149,3 +149,35 @@ def test_an_interrupted_check_says_where_its_logs_are_kept(tmp_path: Path, signu
         import shutil
 
         shutil.rmtree(logs)
+
+
+@needs_strict
+def test_an_interrupted_strict_build_leaves_no_copy_and_a_killed_check_is_swept(tmp_path: Path) -> None:
+    # Ctrl-C during a build (BotPool.__init__) left /tmp/arena-p<pid>-builds-*/<bot>; a check
+    # killed with SIGKILL left its folders until a tournament's workers swept them.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    bot = tmp_path / "slowbuild"
+    bot.mkdir()
+    bot.chmod(0o755)
+    (bot / "bot.py").write_text("")
+    write_bot(bot, "slowbuild", ["python3", "bot.py"], protocol="stdio",
+              build="mkdir -p a/b/c && echo built > a/b/c/out && sleep 600")
+    env = {**os.environ, "TMPDIR": str(temp)}
+    for signum in (signal.SIGINT, signal.SIGKILL):
+        argv = [*ARENA_ARGV, "check-bot", str(bot), "--games", "1", "--sandbox", "strict"]
+        checker = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        wait_for(lambda: any(temp.glob("arena-p*-builds-*/slowbuild/a/b/c/out")), timeout=60)
+        checker.send_signal(signum)
+        out, err = checker.communicate(timeout=60)
+        assert "Traceback" not in err, err
+        left = sorted(p.name for p in temp.iterdir())
+        if signum == signal.SIGINT:
+            assert checker.returncode == 130 and left == [], (left, err)
+        else:
+            assert any(name.startswith(f"arena-p{checker.pid}-builds-") for name in left), left
+    swept = subprocess.run([*ARENA_ARGV, "check-bot", str(sample_bots_dir() / "random"), "--games", "1"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    # (its arena-check-* log folder stays: the logs of a check that failed are kept on purpose)
+    assert sorted(temp.glob("arena-p*")) == [], "the killed check's folders are swept"
