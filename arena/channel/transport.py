@@ -165,7 +165,7 @@ class Framer(Protocol):
         ...
 
 
-_BLANK = re.compile(rb"[ \t\r\n]+")
+_BLANK = re.compile(rb"[ \t\r\n\x0b\x0c]+")  # what bytes.strip() takes for blank (form feeds too)
 
 
 class LineFramer:
