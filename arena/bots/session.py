@@ -247,15 +247,18 @@ class BotHandle:
                 words[0] in _SHELL_BUILTINS or any(w in _SHELL_OPERATORS for w in words)):
             return ("no shell is run: 'command' is executed as it is, so put the commands in a "
                     "script (e.g. run.sh with its #! line) and run that")
-        if (isinstance(error, BotStartError) and words and "/" not in words[0]
+        starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
+        # Unconfined, Popen finds no such program (BotStartError); under the sandbox its
+        # launcher (setpriv) does, and exits with status 127.
+        not_found = isinstance(error, BotStartError) or "exit code 127" in str(error)
+        if (starting and not_found and words and "/" not in words[0]
                 and (self.manifest.folder / words[0]).is_file()):
             return (f"a command without a '/' is looked up on the PATH, not in the bot's folder: "
-                    f"write \"./{words[0]}\" in bot.toml")
+                    f"write \"./{words[0]}\" in bot.toml" + self._setpriv_note())
         stdio = self.manifest.protocol == "stdio"
-        starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
         program = self._program_hint(error) if starting else ""
         if program:
-            return program
+            return program + self._setpriv_note()
         if isinstance(error, MalformedMessageError) and not stdio and "frames, the first empty" in str(error):
             return ("use a DEALER socket, not REQ (a REQ socket puts an empty frame before each "
                     "message)")
@@ -297,7 +300,16 @@ class BotHandle:
         if isinstance(error, MalformedMessageError) and stdio and bad_text.lstrip()[:1] in ("{", "["):
             return ("one message per line: write each message as one line of JSON (no "
                     "pretty-printing, no newlines inside a message)")
-        return ""
+        return self._setpriv_note().strip(" ()") if starting else ""
+
+    def _setpriv_note(self) -> str:
+        """After a start hint under the sandbox whose log quotes setpriv: what setpriv is (the
+        author never named it), else ""."""
+        if not isinstance(self.launcher, BubblewrapLauncher):
+            return ""
+        if not any(line.startswith("setpriv: ") for line in self.log_tail(5)):
+            return ""
+        return " (setpriv, named in its log, is the sandbox's launcher: it executes the command)"
 
     def _slow_start(self) -> str:
         """After no hello: the rest of the hint when the bot may be loading still (it runs,

@@ -116,14 +116,30 @@ def test_shell_syntax_in_command(tmp_path: Path) -> None:
     assert "no shell is run" in out and "put the commands in a script" in out, out
 
 
-def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=needs_strict)])
+def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path, sandbox: str) -> None:
+    """Under strict the sandbox's launcher, setpriv, fails (exit code 127) where Popen raised:
+    the hint was given only unconfined, and setpriv, which the author never named, was unexplained."""
     folder = newcomer(tmp_path, "stdio_bot.py", command=["stdio_bot.py"], name="bare")
     script = folder / "stdio_bot.py"
     script.write_text(f"#!{sys.executable}\n" + script.read_text())
     script.chmod(0o755)
-    code, out = check_bot(folder)
-    assert code == 1 and "cannot start 'stdio_bot.py'" in out, out
-    assert 'write "./stdio_bot.py" in bot.toml' in out, out
+    code, out = check_bot(folder, "--sandbox", sandbox)
+    expected = "cannot start 'stdio_bot.py'" if sandbox == "none" else "exit code 127"
+    assert code == 1 and expected in out, out
+    assert ("hint: a command without a '/' is looked up on the PATH, not in the bot's folder: "
+            'write "./stdio_bot.py" in bot.toml') in out, out
+    if sandbox == "strict":
+        assert "setpriv: failed to execute stdio_bot.py" in out, out
+        assert "(setpriv, named in its log, is the sandbox's launcher: it executes the command)" in out, out
+
+
+@needs_strict
+def test_a_missing_program_under_the_sandbox_says_what_setpriv_is(tmp_path: Path) -> None:
+    folder = newcomer(tmp_path, "stdio_bot.py", command=["no-such-program"], name="missing")
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "setpriv: failed to execute no-such-program" in out, out
+    assert "hint: setpriv, named in its log, is the sandbox's launcher: it executes the command" in out, out
 
 
 def script_bot(tmp_path: Path, shebang: bytes, mode: int, *, newline: bytes = b"\n") -> Path:
