@@ -228,6 +228,8 @@ class BotHandle:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
         to a few hundred characters; empty when it wrote nothing."""
+        if self.process is not None:
+            self.process.settle_log()  # a bot that has died: let what it last wrote arrive
         try:
             with open(self.stderr_log, "rb") as handle:
                 size = handle.seek(0, 2)

@@ -49,6 +49,7 @@ BOT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _DRAIN_CHUNK = 1 << 16
 _REAP_TIMEOUT_S = 5.0
 _DRAIN_JOIN_TIMEOUT_S = 2.0
+LOG_SETTLE_S = 0.5  # a log tail read after a bot's exit waits this long, at most, for its log
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ class BotProcess:
         self.stdin = popen.stdin
         self.stdout = popen.stdout
         self._drain = drain
+        self._log_settled = False  # settle_log has waited once already
         self._returncode: int | None = None
         self._reaped = False
         self._killed = False
@@ -264,6 +266,15 @@ class BotProcess:
         :meth:`decode_status`)."""
         code = self.poll()
         return None if code is None else self.decode_status(code)
+
+    def settle_log(self, timeout_s: float = LOG_SETTLE_S) -> None:
+        """Once the bot has exited, wait (at most ``timeout_s``, once) for its stderr to reach
+        its log: the drain thread may still be copying what the bot wrote just before it
+        died, and a log tail read meanwhile missed it. Nothing to wait for while it runs."""
+        if self._log_settled or self._drain is None or self.poll() is None:
+            return
+        self._log_settled = True
+        self._drain.join(timeout_s)
 
     def decode_status(self, code: int) -> int:
         """The bot's own exit status from the direct child's; a launcher whose wrapper

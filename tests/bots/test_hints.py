@@ -96,6 +96,20 @@ def test_a_traceback_is_shown_and_the_log_kept(tmp_path: Path) -> None:
         shutil.rmtree(Path(log.group(1)).parent)
 
 
+def test_a_crash_shows_its_log_even_when_the_log_is_written_late(tmp_path: Path) -> None:
+    """The log tail was read as soon as the bot died, while the thread copying its stderr to
+    the log could still be writing it: now and then a crash said "(its log ... is empty)"
+    while the log held its traceback. Here that thread starts 0.3 s late, every time."""
+    slow_drain = ("import time\nimport arena.launch.process as process\n_drain = process._drain\n"
+                  "def late(*args):\n    time.sleep(0.3)\n    _drain(*args)\nprocess._drain = late")
+    folder = newcomer(tmp_path, "key_error.py")
+    proc = arena_patched(slow_drain, "check-bot", str(folder), "--games", "1",
+                         "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "crash" in out, out
+    assert "is empty" not in out and "KeyError: 'my_buttons'" in out, out
+
+
 def test_a_bot_that_stops_after_one_game(tmp_path: Path) -> None:
     code, out = check_bot(newcomer(tmp_path, "one_game.py"))
     assert code == 1, out
