@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.bots.manifest import Manifest
-from arena.channel.session import BotSession
+from arena.channel.session import BAD_TEXT_CHARS, BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
@@ -298,10 +298,14 @@ class BotHandle:
         if exited_0 and self.hello:
             return ("it exited by itself: a bot must play many games, one after another, until "
                     "the referee sends shutdown")
-        bad_text = self.session.bad_text if self.session is not None else ""
-        if isinstance(error, MalformedMessageError) and stdio and bad_text.lstrip()[:1] in ("{", "["):
-            return ("one message per line: write each message as one line of JSON (no "
-                    "pretty-printing, no newlines inside a message)")
+        bad_text = (self.session.bad_text if self.session is not None else "").strip()
+        if isinstance(error, MalformedMessageError) and stdio and bad_text:
+            if bad_text[0] not in "{[":
+                return ("stdout carries only protocol messages: print debug output to stderr "
+                        "(it goes to the bot's log)")
+            if len(bad_text) < BAD_TEXT_CHARS and bad_text[-1] in "{[,:":  # a message's first line
+                return ("one message per line: write each message as one line of JSON (no "
+                        "pretty-printing, no newlines inside a message)")
         return self._setpriv_note().strip(" ()") if starting else ""
 
     def _setpriv_note(self) -> str:

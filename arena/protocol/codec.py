@@ -23,6 +23,7 @@ import difflib
 import itertools
 import json
 import re
+import sys
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -146,8 +147,11 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
         where = ("the text ends too early (truncated?)" if exc.pos >= len(text.rstrip())
                  else f"line {exc.lineno} column {exc.colno}")
         raise MalformedMessageError(f"not JSON ({exc.msg}; {where}): {_quote(text)}") from None
-    except ValueError as exc:  # NaN, Infinity
-        raise MalformedMessageError(f"not JSON ({exc}): {_quote(text)}") from None
+    except ValueError as exc:  # NaN, Infinity, an integer of too many digits
+        reason = str(exc)
+        if "integer string conversion" in reason:  # Python's own advice names sys.set_int_max_str_digits
+            reason = f"a number too long: at most {sys.get_int_max_str_digits():,} digits"
+        raise MalformedMessageError(f"not JSON ({reason}): {_quote(text)}") from None
     except RecursionError:
         raise MalformedMessageError(f"not JSON (nested too deeply): {_quote(text)}") from None
     if type(msg) is not dict:

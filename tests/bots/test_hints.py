@@ -122,6 +122,26 @@ def test_pretty_printed_json_gets_one_message_per_line(tmp_path: Path) -> None:
     assert "hint: one message per line" in out, out
 
 
+def test_a_debug_print_on_stdout_is_told_to_go_to_stderr(tmp_path: Path) -> None:
+    code, out = check_bot(newcomer(tmp_path, "debug_print.py"))
+    assert code == 1 and 'not JSON (Expecting value; line 1 column 1): "DEBUG: got request' in out, out
+    assert ("- hint: stdout carries only protocol messages: print debug output to stderr (it goes to "
+            "the bot's log)") in out, out
+
+
+@pytest.mark.parametrize(("mode", "reason"), [
+    ("bigint", "not JSON (a number too long: at most 4,300 digits)"),
+    ("nan", "not JSON (NaN is not valid JSON)"),
+    ("deep", "not JSON (nested too deeply)")])
+def test_one_line_of_bad_json_is_not_told_one_message_per_line(tmp_path: Path, mode: str,
+                                                                reason: str) -> None:
+    """"one message per line" was given for any bad line starting with "{"; and a number too long
+    passed on Python's advice to call sys.set_int_max_str_digits()."""
+    code, out = check_bot(newcomer(tmp_path, "bad_json.py", mode, name=mode))
+    assert code == 1 and reason in out, out
+    assert "hint" not in out and "sys.set_int_max_str_digits" not in out, out
+
+
 def test_shell_syntax_in_command(tmp_path: Path) -> None:
     folder = newcomer(tmp_path, "stdio_bot.py", command=["cd", ".", "&&", "python", "stdio_bot.py"],
                       name="shell")
