@@ -143,7 +143,9 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         if seconds > SLOW_START_S:  # a warning: the referee waits START_TIMEOUT_S, and load varies
             report.warnings.append(f"slow start: the hello came after {seconds:.1f} s (keep it under "
                                    f"{SLOW_START_S:g} s; the referee gives up after "
-                                   f"{START_TIMEOUT_S:g} s)")
+                                   f"{START_TIMEOUT_S:g} s): say hello first, then load (imports, "
+                                   "tables, a JVM's classes) before or during the first move, which "
+                                   "has a larger limit (the Python SDK's run(setup=...) does this)")
         slowest = [0.0, 0.0]  # the bot's slowest first move of a game, and other move
         timed_out = [False, False]  # a first move, another move timed out (not in the record)
         over: list[tuple[float, int]] = []  # moves over their limit: ms, limit

@@ -48,6 +48,7 @@ _SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "ex
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
 _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 _ZMQ_VARIABLE = re.compile(r"\bARENA_(TOKEN|ENDPOINT)\b")
+_FLUSH_IDIOMS = "print(..., flush=True), fflush(stdout), System.out.flush(), Perl's $| = 1"
 # Interpreters by file extension, for a script without a #! line.
 _INTERPRETERS = {".py": "python3", ".sh": "bash", ".js": "node", ".rb": "ruby", ".pl": "perl"}
 
@@ -282,15 +283,25 @@ class BotHandle:
                 return ("it wrote part of a line and no newline: end each message with a "
                         "newline and flush your stdout after each message")
             return ("it wrote nothing on stdout: flush your stdout after each message "
-                    "(print(..., flush=True), fflush(stdout), System.out.flush())" + self._slow_start())
-        if (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
-                and isinstance(self.channel, StdioChannel) and not self._computing()):
-            if self.channel.partial_line().strip():
-                return ("it wrote part of a line and no newline after the move_request: end each "
-                        "message with a newline and flush stdout after it")
+                    f"({_FLUSH_IDIOMS})" + self._slow_start())
+        silent = (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
+                  and isinstance(self.channel, StdioChannel))
+        states = self._states() if silent else set()
+        if states & {"T", "t"}:
+            return ("it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its "
+                    "process group), so it could not answer: a bot must never stop itself")
+        partial = silent and isinstance(self.channel, StdioChannel) and self.channel.partial_line().strip()
+        if partial and "R" not in states:
+            return ("it wrote part of a line and no newline after the move_request: end each "
+                    "message with a newline and flush stdout after it")
+        if (silent and not partial and isinstance(self.channel, StdioChannel)
+                and self.channel.wrote_since_send()):
+            return ("it wrote only blank lines on stdout after the move_request, and no move: "
+                    "write the move as one line of JSON, and nothing else, then flush stdout")
+        if silent and not partial and "R" not in states:
             return ("it wrote nothing on stdout after the move_request and was not computing: "
-                    "flush stdout after every message, and read stdin line by line (not to end "
-                    "of file)")
+                    f"flush stdout after every message ({_FLUSH_IDIOMS}), and read stdin line by "
+                    "line (not to end of file)")
         if starting and not stdio and (self._no_hello or exited_0):
             return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
                     "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
@@ -369,11 +380,12 @@ class BotHandle:
             return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
         return ""
 
-    def _computing(self) -> bool:
-        """A process of the running bot is on a CPU or waiting for one (state R): it is
-        thinking, not waiting for input. Read from /proc, for a hint only."""
-        return self.process is not None and any(
-            found.state == "R" for found in self.process.tree.scan().values())
+    def _states(self) -> set[str]:
+        """The /proc states of the running bot's processes (R: on a CPU or waiting for one, so
+        thinking, not waiting for input; T: stopped by a signal). For a hint only."""
+        if self.process is None:
+            return set()
+        return {found.state for found in self.process.tree.scan().values()}
 
     def kill(self) -> None:
         """Kill the whole process tree now (idempotent); the next start is a fresh process."""

@@ -292,6 +292,8 @@ class PipeChannel:
         self._watch_pipe = process.output_copy_held
         self._out_inode = os.fstat(self._out_fd).st_ino
         self._seen_output = False
+        self.bytes_read = 0  # of the bot's output, in all (for a hint: see wrote_since_send)
+        self._read_at_send = 0  # bytes_read when the last message was sent
         self._next_pipe_check = 0.0
         self._eof = False
         self._closed = False
@@ -311,6 +313,7 @@ class PipeChannel:
         if "\n" in text:
             raise ValueError("a message must not contain a newline")
         data = text.encode() + b"\n"
+        self._read_at_send = self.bytes_read
         written = self._write(data)
         if written < len(data):  # the pipe is full: the bot has not read what came before
             self._send_rest(memoryview(data)[written:])
@@ -437,6 +440,7 @@ class PipeChannel:
             framer.feed(chunk)
             if len(chunk) < _READ_CHUNK:
                 break  # a pipe read returns all the pipe holds (up to the size asked): it is empty
+        self.bytes_read += total
         framer.read_done()
 
     def _output_closed(self) -> BotTerminatedError:
@@ -461,6 +465,12 @@ class StdioChannel(PipeChannel):
 
     def _framer(self) -> LineFramer:
         return LineFramer(self.inbox, self.max_bytes)
+
+    def wrote_since_send(self) -> bool:
+        """The bot wrote something on stdout (blank lines count) since the last message sent."""
+        if not self._closed:
+            self._read_available()
+        return self.bytes_read > self._read_at_send
 
     def partial_line(self) -> bytes:
         """What the bot wrote after its last newline so far (a message it has not ended)."""

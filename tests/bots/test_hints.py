@@ -73,8 +73,19 @@ def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "no hello within 2 s" in out, out
     assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
-            "fflush(stdout), System.out.flush()); or it is still starting: say hello first, then load "
-            "(the start limit is 2 s; the Python SDK's run(setup=...) does this)") in out, out
+            "fflush(stdout), System.out.flush(), Perl's $| = 1); or it is still starting: say hello "
+            "first, then load (the start limit is 2 s; the Python SDK's run(setup=...) does "
+            "this)") in out, out
+
+
+def test_a_slow_hello_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
+    """It passes (the hello came within 20 s), with a warning that said how long it took but
+    not what to do."""
+    code, out = check_bot(newcomer(tmp_path, "slow_start.py", "2.5"))
+    assert code == 0, out
+    assert re.search(r"warning: slow start: the hello came after 2\.\d s \(keep it under 2 s; the "
+                     r"referee gives up after 20 s\): say hello first, then load \(imports, tables, a "
+                     r"JVM's classes\) before or during the first move, which has a larger limit", out), out
 
 
 def test_dealer_without_identity_is_told_to_set_it(tmp_path: Path) -> None:
@@ -318,13 +329,19 @@ def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) ->
 
 
 SILENT_MOVE = "it wrote nothing on stdout after the move_request and was not computing: flush stdout " \
-    "after every message, and read stdin line by line (not to end of file)"
+    "after every message (print(..., flush=True), fflush(stdout), System.out.flush(), Perl's $| = 1), and " \
+    "read stdin line by line (not to end of file)"
+STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its process group), so " \
+    "it could not answer: a bot must never stop itself"
 
 
 @pytest.mark.parametrize(("script", "hint"), [
     ("unflushed_move.py", SILENT_MOVE), ("read_to_eof.py", SILENT_MOVE),
     ("move_no_newline.py", "it wrote part of a line and no newline after the move_request: end each "
                            "message with a newline and flush stdout after it"),
+    ("blank_lines.py", "it wrote only blank lines on stdout after the move_request, and no move: write the "
+                       "move as one line of JSON, and nothing else, then flush stdout"),
+    ("stops_itself.py", STOPPED),
     ("thinks_forever.py", None)])
 def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str | None) -> None:
     """A move that never reached the referee: the report says why (not for a bot that computes),
@@ -338,6 +355,11 @@ def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str | None
                          r"referee gave up after \d+ ms - hint: " + re.escape(hint), out), out
     assert "0 moves, then its move 1 timed out" in out, out
     assert "slowest first move: timed out (limit 200 ms)" in out, out
+
+
+def test_a_bot_stopping_its_process_group_is_told_it_was_stopped(tmp_path: Path) -> None:
+    code, out = check_bot(newcomer(tmp_path, "stops_itself.py", "group"), *QUICK)
+    assert code == 1 and f"- hint: {STOPPED}" in out, out
 
 
 @pytest.mark.parametrize("command", ["play", "check-bot"])
