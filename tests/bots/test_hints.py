@@ -153,6 +153,16 @@ def test_one_line_of_bad_json_is_not_told_one_message_per_line(tmp_path: Path, m
     assert "hint" not in out and "sys.set_int_max_str_digits" not in out, out
 
 
+@pytest.mark.parametrize(("wrong", "said"), [
+    ("Type", 'missing field "type" (is "Type" meant to be "type"?)'),
+    ("sequence", 'missing field "seq" (is "sequence" meant to be "seq"?)')])
+def test_a_misnamed_field_is_named(tmp_path: Path, wrong: str, said: str) -> None:
+    """A field in the wrong case, or under another word, was only "missing field": the field
+    the bot sent instead is named."""
+    code, out = check_bot(newcomer(tmp_path, "misnamed_field.py", wrong, name=wrong.lower()))
+    assert code == 1 and f"schema: {'message' if wrong == 'Type' else 'move'}: at $: {said}" in out, out
+
+
 def test_shell_syntax_in_command(tmp_path: Path) -> None:
     folder = newcomer(tmp_path, "stdio_bot.py", command=["cd", ".", "&&", "python", "stdio_bot.py"],
                       name="shell")
