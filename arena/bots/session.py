@@ -49,12 +49,37 @@ _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&",
 _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 _ZMQ_VARIABLE = re.compile(r"\bARENA_(TOKEN|ENDPOINT)\b")
 _FLUSH_IDIOMS = "print(..., flush=True), fflush(stdout), System.out.flush(), Perl's $| = 1"
+# Interpreters that read a script's carriage returns as part of its lines (Python and Node do not).
+_CRLF_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "perl", "ruby", "awk"})
 # Interpreters by file extension, for a script without a #! line.
 _INTERPRETERS = {".py": "python3", ".sh": "bash", ".js": "node", ".rb": "ruby", ".pl": "perl"}
 
 
 def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _read_head(folder: Path, word: str) -> tuple[os.stat_result, bytes] | None:
+    """The mode and first 256 bytes of the regular file ``word`` names inside the bot's
+    ``folder``, or None: never through a link (O_NOFOLLOW), never a FIFO or a device."""
+    path = folder / word
+    try:  # a link loop raises RuntimeError here; links, FIFOs and devices are not opened
+        if not _within(path.resolve(), folder) or not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            info = os.fstat(fd)
+            head = os.read(fd, 256) if stat.S_ISREG(info.st_mode) else b""
+        finally:
+            os.close(fd)
+    except (OSError, RuntimeError):
+        return None
+    return (info, head) if stat.S_ISREG(info.st_mode) else None
+
+
+def _crlf_fix(script: str) -> str:
+    """How to convert a script's Windows line endings: sed is everywhere, dos2unix often not."""
+    return f"sed -i 's/\\r$//' {script}, or dos2unix {script}"
 
 
 def _interpreter(first_line: bytes, script: str) -> str:
@@ -348,25 +373,15 @@ class BotHandle:
                     return (f"under the sandbox only the bot's own folder is visible, not {word}: "
                             "use a path inside it")
         if "/" not in words[0]:
+            return self._script_hint(words, folder)
+        found = _read_head(folder, words[0])
+        if found is None:
             return ""
-        path = folder / words[0]
-        try:  # a link loop raises RuntimeError here; links, FIFOs and devices are not opened
-            if not _within(path.resolve(), folder) or not stat.S_ISREG(os.lstat(path).st_mode):
-                return ""
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:
-                info = os.fstat(fd)
-                head = os.read(fd, 256) if stat.S_ISREG(info.st_mode) else b""
-            finally:
-                os.close(fd)
-        except (OSError, RuntimeError):
-            return ""
-        if not stat.S_ISREG(info.st_mode):
-            return ""
+        info, head = found
         first_line = head.split(b"\n", 1)[0]
         if head.startswith(b"#!") and first_line.endswith(b"\r"):
             return (f"{words[0]} has Windows (CRLF) line endings, so its #! line ends in a carriage "
-                    f"return: convert it (dos2unix {words[0]})")
+                    f"return: convert it ({_crlf_fix(words[0])})")
         if not info.st_mode & 0o111:
             interpreter = _interpreter(first_line, words[0])
             return (f"{words[0]} is not executable: chmod +x it, or run it with its interpreter: "
@@ -379,6 +394,19 @@ class BotHandle:
                 for line in [str(error), *self.log_tail(5)])):
             return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
         return ""
+
+    def _script_hint(self, words: tuple[str, ...], folder: Path) -> str:
+        """For a command running a script through its interpreter (``["bash", "bot.sh"]``):
+        the hint when the script, in the bot's folder, has Windows (CRLF) line endings, which
+        a shell reads as part of each word; else ""."""
+        if Path(words[0]).name not in _CRLF_INTERPRETERS:
+            return ""
+        script = next((word for word in words[1:] if not word.startswith("-")), None)
+        found = _read_head(folder, script) if script is not None else None
+        if script is None or found is None or b"\r\n" not in found[1]:
+            return ""
+        return (f"{script} has Windows (CRLF) line endings, and {words[0]} reads the carriage "
+                f"return as part of each line: convert it ({_crlf_fix(script)})")
 
     def _states(self) -> set[str]:
         """The /proc states of the running bot's processes (R: on a CPU or waiting for one, so

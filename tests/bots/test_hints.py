@@ -214,7 +214,7 @@ PROGRAM_CASES = {  # the program the command runs, and what the hint says
     "no #! line": (b"", 0o755, b"\n", "./stdio_bot.py has no #! line: add one, e.g. #!/usr/bin/env python3"),
     "CRLF": (b"#!/usr/bin/env python3\n", 0o755, b"\r\n",
              "./stdio_bot.py has Windows (CRLF) line endings, so its #! line ends in a carriage return: "
-             "convert it (dos2unix ./stdio_bot.py)"),
+             "convert it (sed -i 's/\\r$//' ./stdio_bot.py, or dos2unix ./stdio_bot.py)"),
 }
 
 
@@ -246,6 +246,23 @@ def test_a_program_that_cannot_run_in_the_sandbox(tmp_path: Path) -> None:
             "inside it") in out, out
     code, out = check_bot(folder)  # without the sandbox it runs
     assert code == 0, out
+
+
+@pytest.mark.parametrize("interpreter", ["bash", "perl"])
+def test_a_crlf_script_run_by_its_interpreter(tmp_path: Path, interpreter: str) -> None:
+    """command = ["bash", "bot.sh"] with Windows line endings: bash fails on "$'in\\r'" and
+    there was no hint (only a #! line ending in a carriage return was looked for)."""
+    folder = tmp_path / interpreter
+    folder.mkdir()
+    script = {"bash": 'read -r line\ncase "$line" in\n  *) echo hi ;;\nesac\n',
+              "perl": 'my $x = <<"END";\nhello\nEND\nprint STDERR $x;\nexit 3;\n'}[interpreter]
+    name = "bot.sh" if interpreter == "bash" else "bot.pl"
+    (folder / name).write_bytes(script.replace("\n", "\r\n").encode())
+    write_bot(folder, interpreter, [interpreter, name], protocol="stdio")
+    code, out = check_bot(folder)
+    assert code == 1 and "start: bot" in out, out
+    assert (f"hint: {name} has Windows (CRLF) line endings, and {interpreter} reads the carriage return as "
+            f"part of each line: convert it (sed -i 's/\\r$//' {name}, or dos2unix {name})") in out, out
 
 
 def test_zeromq_code_in_a_stdio_bot_and_a_req_socket(tmp_path: Path) -> None:
