@@ -20,6 +20,7 @@ from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotTerminatedError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
+from arena.launch.process import STDERR_CAP_BYTES, log_was_cut
 from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
@@ -196,6 +197,11 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             took, limit = max(over, key=lambda move: move[0] - move[1])
             report.problems.append(f"{len(over)} move(s) over their limit, drawing on the bank: "
                                    f"the worst took {took:.0f} ms, limit {limit} ms")
+        if log_was_cut(pool.handles[0].stderr_log):
+            report.warnings.append(
+                f"log cut: the bot wrote more than {STDERR_CAP_BYTES >> 20} MiB to stderr in one run, so its "
+                "log was cut at that cap and the rest dropped: write less to stderr (a stack trace "
+                "or a board every move?), or the log will not show what went wrong")
         if stale:
             report.warnings.append(
                 f"{stale} stale repl{'y' if stale == 1 else 'ies'}: the bot answered a request it "

@@ -337,6 +337,21 @@ def test_a_slow_first_move_passes(tmp_path: Path) -> None:
     assert re.search(r"slowest other move: \d+ ms \(limit 1000 ms\)", out), out
 
 
+def test_a_log_cut_at_its_cap_is_warned_about(tmp_path: Path) -> None:
+    """A stack trace every move filled the 1 MiB log cap and check-bot passed silently."""
+    code, out = check_bot(newcomer(tmp_path, "stderr_spam.py"), logs=False)
+    assert code == 0, out
+    assert ("warning: log cut: the bot wrote more than 1 MiB to stderr in one run, so its log was cut at "
+            "that cap and the rest dropped") in out, out
+    log = re.search(r"bot log: (\S+)", out)
+    assert log is not None, out
+    kept = Path(log.group(1))
+    assert "[arena: stderr truncated after 1048576 bytes]" in kept.read_text()
+    shutil.rmtree(kept.parent)
+    code, out = check_bot(newcomer(tmp_path, "stdio_bot.py"))
+    assert code == 0 and "log cut" not in out, out
+
+
 def test_stale_replies_are_warned_about(tmp_path: Path) -> None:
     bot = misbehaving_bot(tmp_path / "twice", "late_reply", stdio=True)
     code, out = check_bot(bot.folder)
