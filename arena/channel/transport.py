@@ -588,7 +588,13 @@ class BridgeFramer:
                 return _oversize(name, int(payload), self.max_bytes)
             return OversizeMessageError(
                 f"bot {name}: a message over the {self.max_bytes}-byte limit (libzmq dropped the "
-                "connection and the bot reconnected; or a malformed ZMTP frame)")
+                "connection and the bot reconnected; or a malformed ZMTP frame); or, while its reply "
+                "was due, the bot closed its socket and opened another: keep one DEALER socket, "
+                "connected once, for the whole run")
+        if kind == zmq_bridge.RECONNECTED:
+            return ProtocolViolationError(
+                f"bot {name}: closed its connection and opened a new one (keep one DEALER socket, "
+                "connected once, for the whole run: every game comes over it, until shutdown)")
         if kind == zmq_bridge.DROPPED:
             return _UnlessExited(ProtocolViolationError(
                 f"bot {name}: closed its connection while still running (keep the DEALER open "
