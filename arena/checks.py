@@ -20,6 +20,7 @@ from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotTerminatedError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
+from arena.launch.process import STDERR_CAP_BYTES, log_was_cut
 from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
@@ -150,7 +151,9 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         if seconds > SLOW_START_S:  # a warning: the referee waits START_TIMEOUT_S, and load varies
             report.warnings.append(f"slow start: the hello came after {seconds:.1f} s (keep it under "
                                    f"{SLOW_START_S:g} s; the referee gives up after "
-                                   f"{START_TIMEOUT_S:g} s)")
+                                   f"{START_TIMEOUT_S:g} s): say hello first, then load (imports, "
+                                   "tables, a JVM's classes) before or during the first move, which "
+                                   "has a larger limit (the Python SDK's run(setup=...) does this)")
         slowest = [0.0, 0.0]  # the bot's slowest first move of a game, and other move
         timed_out = [False, False]  # a first move, another move timed out (not in the record)
         over: list[tuple[float, int]] = []  # moves over their limit: ms, limit
@@ -201,6 +204,11 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             took, limit = max(over, key=lambda move: move[0] - move[1])
             report.problems.append(f"{len(over)} move(s) over their limit, drawing on the bank: "
                                    f"the worst took {took:.0f} ms, limit {limit} ms")
+        if log_was_cut(pool.handles[0].stderr_log):
+            report.warnings.append(
+                f"log cut: the bot wrote more than {STDERR_CAP_BYTES >> 20} MiB to stderr in one run, so its "
+                "log was cut at that cap and the rest dropped: write less to stderr (a stack trace "
+                "or a board every move?), or the log will not show what went wrong")
         if stale:
             report.warnings.append(
                 f"{stale} stale repl{'y' if stale == 1 else 'ies'}: the bot answered a request it "

@@ -331,7 +331,8 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
     if timed_out:
         raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}{_gist(output)}")
     if code != 0:
-        raise BotStartError(f"{what} failed with {status}{where}{_gist(output)}")
+        hint = _missing_program_hint(output) if launcher.copies_builds else ""
+        raise BotStartError(f"{what} failed with {status}{where}{hint}{_gist(output)}")
 
 
 class _DiskUse:
@@ -389,6 +390,28 @@ class _BuildNotice:
 
 
 _ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
+# A shell, env or make saying a program it was to run does not exist: "sh: 1: cargo: not found",
+# "bash: line 1: go: command not found", "/usr/bin/env: 'node': No such file or directory".
+_NOT_FOUND = re.compile(r"^(?P<who>[^\s:]+)(?:: (?:\d+|line \d+))?: '?(?P<program>[^\s:']+)'?: "
+                        r"(?P<said>(?:[Cc]ommand )?not found|No such file or directory)$")
+_RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "env", "make", "gmake", "xargs", "exec"})
+
+
+def _missing_program_hint(output: str) -> str:
+    """For a failed build under the sandbox: when its output says a program was not found,
+    what to do about it (a toolchain installed in a home folder is not in the sandbox's
+    view), as `` - hint: ...``; else ""."""
+    for line in output.splitlines()[-200:]:
+        found = _NOT_FOUND.match(line.strip())
+        if found is None or (found["said"].startswith("No such")
+                             and Path(found["who"]).name not in _RUNNERS):
+            continue
+        return (f" - hint: {shown(found['program'], 60)} was not found: a build under --sandbox strict "
+                "sees only the system folders (/usr, /bin, /lib), the Python installation and its copy "
+                "of the bot folder, so a toolchain in a home folder (~/.cargo, ~/.rustup, ~/go, nvm) "
+                "is invisible to it: install the toolchain system-wide, or build before handing the "
+                "bot in and ship the binary")
+    return ""
 
 
 def _gist(output: str) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.bots.manifest import Manifest
-from arena.channel.session import BotSession
+from arena.channel.session import BAD_TEXT_CHARS, BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
@@ -48,12 +48,38 @@ _SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "ex
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
 _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 _ZMQ_VARIABLE = re.compile(r"\bARENA_(TOKEN|ENDPOINT)\b")
+_FLUSH_IDIOMS = "print(..., flush=True), fflush(stdout), System.out.flush(), Perl's $| = 1"
+# Interpreters that read a script's carriage returns as part of its lines (Python and Node do not).
+_CRLF_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "perl", "ruby", "awk"})
 # Interpreters by file extension, for a script without a #! line.
 _INTERPRETERS = {".py": "python3", ".sh": "bash", ".js": "node", ".rb": "ruby", ".pl": "perl"}
 
 
 def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _read_head(folder: Path, word: str) -> tuple[os.stat_result, bytes] | None:
+    """The mode and first 256 bytes of the regular file ``word`` names inside the bot's
+    ``folder``, or None: never through a link (O_NOFOLLOW), never a FIFO or a device."""
+    path = folder / word
+    try:  # a link loop raises RuntimeError here; links, FIFOs and devices are not opened
+        if not _within(path.resolve(), folder) or not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            info = os.fstat(fd)
+            head = os.read(fd, 256) if stat.S_ISREG(info.st_mode) else b""
+        finally:
+            os.close(fd)
+    except (OSError, RuntimeError):
+        return None
+    return (info, head) if stat.S_ISREG(info.st_mode) else None
+
+
+def _crlf_fix(script: str) -> str:
+    """How to convert a script's Windows line endings: sed is everywhere, dos2unix often not."""
+    return f"sed -i 's/\\r$//' {script}, or dos2unix {script}"
 
 
 def _interpreter(first_line: bytes, script: str) -> str:
@@ -228,6 +254,8 @@ class BotHandle:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
         to a few hundred characters; empty when it wrote nothing."""
+        if self.process is not None:
+            self.process.settle_log()  # a bot that has died: let what it last wrote arrive
         try:
             with open(self.stderr_log, "rb") as handle:
                 size = handle.seek(0, 2)
@@ -247,15 +275,18 @@ class BotHandle:
                 words[0] in _SHELL_BUILTINS or any(w in _SHELL_OPERATORS for w in words)):
             return ("no shell is run: 'command' is executed as it is, so put the commands in a "
                     "script (e.g. run.sh with its #! line) and run that")
-        if (isinstance(error, BotStartError) and words and "/" not in words[0]
+        starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
+        # Unconfined, Popen finds no such program (BotStartError); under the sandbox its
+        # launcher (setpriv) does, and exits with status 127.
+        not_found = isinstance(error, BotStartError) or "exit code 127" in str(error)
+        if (starting and not_found and words and "/" not in words[0]
                 and (self.manifest.folder / words[0]).is_file()):
             return (f"a command without a '/' is looked up on the PATH, not in the bot's folder: "
-                    f"write \"./{words[0]}\" in bot.toml")
+                    f"write \"./{words[0]}\" in bot.toml" + self._setpriv_note())
         stdio = self.manifest.protocol == "stdio"
-        starting = not self.hello and isinstance(error, (BotStartError, BotTerminatedError))
         program = self._program_hint(error) if starting else ""
         if program:
-            return program
+            return program + self._setpriv_note()
         if isinstance(error, MalformedMessageError) and not stdio and "frames, the first empty" in str(error):
             return ("use a DEALER socket, not REQ (a REQ socket puts an empty frame before each "
                     "message)")
@@ -277,15 +308,25 @@ class BotHandle:
                 return ("it wrote part of a line and no newline: end each message with a "
                         "newline and flush your stdout after each message")
             return ("it wrote nothing on stdout: flush your stdout after each message "
-                    "(print(..., flush=True), fflush(stdout), System.out.flush())" + self._slow_start())
-        if (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
-                and isinstance(self.channel, StdioChannel) and not self._computing()):
-            if self.channel.partial_line().strip():
-                return ("it wrote part of a line and no newline after the move_request: end each "
-                        "message with a newline and flush stdout after it")
+                    f"({_FLUSH_IDIOMS})" + self._slow_start())
+        silent = (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
+                  and isinstance(self.channel, StdioChannel))
+        states = self._states() if silent else set()
+        if states & {"T", "t"}:
+            return ("it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its "
+                    "process group), so it could not answer: a bot must never stop itself")
+        partial = silent and isinstance(self.channel, StdioChannel) and self.channel.partial_line().strip()
+        if partial and "R" not in states:
+            return ("it wrote part of a line and no newline after the move_request: end each "
+                    "message with a newline and flush stdout after it")
+        if (silent and not partial and isinstance(self.channel, StdioChannel)
+                and self.channel.wrote_since_send()):
+            return ("it wrote only blank lines on stdout after the move_request, and no move: "
+                    "write the move as one line of JSON, and nothing else, then flush stdout")
+        if silent and not partial and "R" not in states:
             return ("it wrote nothing on stdout after the move_request and was not computing: "
-                    "flush stdout after every message, and read stdin line by line (not to end "
-                    "of file)")
+                    f"flush stdout after every message ({_FLUSH_IDIOMS}), and read stdin line by "
+                    "line (not to end of file)")
         if starting and not stdio and (self._no_hello or exited_0):
             return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
                     "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
@@ -293,11 +334,24 @@ class BotHandle:
         if exited_0 and self.hello:
             return ("it exited by itself: a bot must play many games, one after another, until "
                     "the referee sends shutdown")
-        bad_text = self.session.bad_text if self.session is not None else ""
-        if isinstance(error, MalformedMessageError) and stdio and bad_text.lstrip()[:1] in ("{", "["):
-            return ("one message per line: write each message as one line of JSON (no "
-                    "pretty-printing, no newlines inside a message)")
-        return ""
+        bad_text = (self.session.bad_text if self.session is not None else "").strip()
+        if isinstance(error, MalformedMessageError) and stdio and bad_text:
+            if bad_text[0] not in "{[":
+                return ("stdout carries only protocol messages: print debug output to stderr "
+                        "(it goes to the bot's log)")
+            if len(bad_text) < BAD_TEXT_CHARS and bad_text[-1] in "{[,:":  # a message's first line
+                return ("one message per line: write each message as one line of JSON (no "
+                        "pretty-printing, no newlines inside a message)")
+        return self._setpriv_note().strip(" ()") if starting else ""
+
+    def _setpriv_note(self) -> str:
+        """After a start hint under the sandbox whose log quotes setpriv: what setpriv is (the
+        author never named it), else ""."""
+        if not isinstance(self.launcher, BubblewrapLauncher):
+            return ""
+        if not any(line.startswith("setpriv: ") for line in self.log_tail(5)):
+            return ""
+        return " (setpriv, named in its log, is the sandbox's launcher: it executes the command)"
 
     def _slow_start(self) -> str:
         """After no hello: the rest of the hint when the bot may be loading still (it runs,
@@ -319,25 +373,15 @@ class BotHandle:
                     return (f"under the sandbox only the bot's own folder is visible, not {word}: "
                             "use a path inside it")
         if "/" not in words[0]:
+            return self._script_hint(words, folder)
+        found = _read_head(folder, words[0])
+        if found is None:
             return ""
-        path = folder / words[0]
-        try:  # a link loop raises RuntimeError here; links, FIFOs and devices are not opened
-            if not _within(path.resolve(), folder) or not stat.S_ISREG(os.lstat(path).st_mode):
-                return ""
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:
-                info = os.fstat(fd)
-                head = os.read(fd, 256) if stat.S_ISREG(info.st_mode) else b""
-            finally:
-                os.close(fd)
-        except (OSError, RuntimeError):
-            return ""
-        if not stat.S_ISREG(info.st_mode):
-            return ""
+        info, head = found
         first_line = head.split(b"\n", 1)[0]
         if head.startswith(b"#!") and first_line.endswith(b"\r"):
             return (f"{words[0]} has Windows (CRLF) line endings, so its #! line ends in a carriage "
-                    f"return: convert it (dos2unix {words[0]})")
+                    f"return: convert it ({_crlf_fix(words[0])})")
         if not info.st_mode & 0o111:
             interpreter = _interpreter(first_line, words[0])
             return (f"{words[0]} is not executable: chmod +x it, or run it with its interpreter: "
@@ -351,11 +395,25 @@ class BotHandle:
             return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
         return ""
 
-    def _computing(self) -> bool:
-        """A process of the running bot is on a CPU or waiting for one (state R): it is
-        thinking, not waiting for input. Read from /proc, for a hint only."""
-        return self.process is not None and any(
-            found.state == "R" for found in self.process.tree.scan().values())
+    def _script_hint(self, words: tuple[str, ...], folder: Path) -> str:
+        """For a command running a script through its interpreter (``["bash", "bot.sh"]``):
+        the hint when the script, in the bot's folder, has Windows (CRLF) line endings, which
+        a shell reads as part of each word; else ""."""
+        if Path(words[0]).name not in _CRLF_INTERPRETERS:
+            return ""
+        script = next((word for word in words[1:] if not word.startswith("-")), None)
+        found = _read_head(folder, script) if script is not None else None
+        if script is None or found is None or b"\r\n" not in found[1]:
+            return ""
+        return (f"{script} has Windows (CRLF) line endings, and {words[0]} reads the carriage "
+                f"return as part of each line: convert it ({_crlf_fix(script)})")
+
+    def _states(self) -> set[str]:
+        """The /proc states of the running bot's processes (R: on a CPU or waiting for one, so
+        thinking, not waiting for input; T: stopped by a signal). For a hint only."""
+        if self.process is None:
+            return set()
+        return {found.state for found in self.process.tree.scan().values()}
 
     def kill(self) -> None:
         """Kill the whole process tree now (idempotent); the next start is a fresh process."""

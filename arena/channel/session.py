@@ -21,6 +21,7 @@ from arena.protocol import messages
 from arena.protocol.codec import check_protocol, decode, encode_trusted
 
 log = logging.getLogger("arena.wire")
+BAD_TEXT_CHARS = 200  # of a message that was not JSON, kept for a hint
 
 __all__ = ["BotSession"]
 
@@ -103,7 +104,7 @@ class BotSession:
         try:
             message = decode(text, sender="bot")
         except MalformedMessageError:
-            self.bad_text = text[:200]
+            self.bad_text = text[:BAD_TEXT_CHARS]
             raise
         finally:
             self.last_decode_ns = time.perf_counter_ns() - t0

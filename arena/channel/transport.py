@@ -321,6 +321,8 @@ class PipeChannel:
         self._watch_pipe = process.output_copy_held
         self._out_inode = os.fstat(self._out_fd).st_ino
         self._seen_output = False
+        self.bytes_read = 0  # of the bot's output, in all (for a hint: see wrote_since_send)
+        self._read_at_send = 0  # bytes_read when the last message was sent
         self._next_pipe_check = 0.0
         self._eof = False
         self._closed = False
@@ -340,6 +342,7 @@ class PipeChannel:
         if "\n" in text:
             raise ValueError("a message must not contain a newline")
         data = text.encode() + b"\n"
+        self._read_at_send = self.bytes_read
         written = self._write(data)
         if written < len(data):  # the pipe is full: the bot has not read what came before
             self._send_rest(memoryview(data)[written:])
@@ -470,6 +473,7 @@ class PipeChannel:
             framer.feed(chunk)
             if len(chunk) < _READ_CHUNK:
                 break  # a pipe read returns all the pipe holds (up to the size asked): it is empty
+        self.bytes_read += total
         framer.read_done()
 
     def _output_closed(self) -> BotTerminatedError:
@@ -494,6 +498,12 @@ class StdioChannel(PipeChannel):
 
     def _framer(self) -> LineFramer:
         return LineFramer(self.inbox, self.max_bytes)
+
+    def wrote_since_send(self) -> bool:
+        """The bot wrote something on stdout (blank lines count) since the last message sent."""
+        if not self._closed:
+            self._read_available()
+        return self.bytes_read > self._read_at_send
 
     def partial_line(self) -> bytes:
         """What the bot wrote after its last newline so far (a message it has not ended)."""
@@ -611,7 +621,13 @@ class BridgeFramer:
                 return _oversize(name, int(payload), self.max_bytes)
             return OversizeMessageError(
                 f"bot {name}: a message over the {self.max_bytes}-byte limit (libzmq dropped the "
-                "connection and the bot reconnected; or a malformed ZMTP frame)")
+                "connection and the bot reconnected; or a malformed ZMTP frame); or, while its reply "
+                "was due, the bot closed its socket and opened another: keep one DEALER socket, "
+                "connected once, for the whole run")
+        if kind == zmq_bridge.RECONNECTED:
+            return ProtocolViolationError(
+                f"bot {name}: closed its connection and opened a new one (keep one DEALER socket, "
+                "connected once, for the whole run: every game comes over it, until shutdown)")
         if kind == zmq_bridge.DROPPED:
             return _UnlessExited(ProtocolViolationError(
                 f"bot {name}: closed its connection while still running (keep the DEALER open "

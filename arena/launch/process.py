@@ -49,7 +49,9 @@ BOT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _DRAIN_CHUNK = 1 << 16
 DISCARD_BYTES_PER_S = 16 << 20  # of a bot's stderr past its log cap (see _discard)
 _REAP_TIMEOUT_S = 5.0
+STDERR_CAP_BYTES = 1 << 20  # of a bot's stderr kept in its log per run (the rest is dropped)
 _DRAIN_JOIN_TIMEOUT_S = 2.0
+LOG_SETTLE_S = 0.5  # a log tail read after a bot's exit waits this long, at most, for its log
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ class BotProcess:
         self.stdin = popen.stdin
         self.stdout = popen.stdout
         self._drain = drain
+        self._log_settled = False  # settle_log has waited once already
         self._returncode: int | None = None
         self._reaped = False
         self._killed = False
@@ -162,7 +165,7 @@ class BotProcess:
     @classmethod
     def start(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
               limits: ResourceLimits = ResourceLimits(), stderr_log: Path | None = None,
-              stderr_cap_bytes: int = 1 << 20, pipes: bool = False, pass_fds: Sequence[int] = (),
+              stderr_cap_bytes: int = STDERR_CAP_BYTES, pipes: bool = False, pass_fds: Sequence[int] = (),
               cgroup: BotCgroup | None = None, max_processes: int | None = None,
               scratch: Path | None = None) -> BotProcess:
         """Start ``argv`` as it is, in a new session, in ``cwd`` (created if missing).
@@ -265,6 +268,15 @@ class BotProcess:
         :meth:`decode_status`)."""
         code = self.poll()
         return None if code is None else self.decode_status(code)
+
+    def settle_log(self, timeout_s: float = LOG_SETTLE_S) -> None:
+        """Once the bot has exited, wait (at most ``timeout_s``, once) for its stderr to reach
+        its log: the drain thread may still be copying what the bot wrote just before it
+        died, and a log tail read meanwhile missed it. Nothing to wait for while it runs."""
+        if self._log_settled or self._drain is None or self.poll() is None:
+            return
+        self._log_settled = True
+        self._drain.join(timeout_s)
 
     def decode_status(self, code: int) -> int:
         """The bot's own exit status from the direct child's; a launcher whose wrapper
@@ -409,6 +421,19 @@ class BotProcess:
 
 STDERR_LOG_MAX_BYTES = 16 << 20
 """A bot's stderr log file stops growing at this size, however many times the bot starts."""
+_TRUNCATED = b"[arena: stderr truncated after "  # the line that ends a run's log at its cap
+
+
+def log_was_cut(stderr_log: Path) -> bool:
+    """Whether a run of the bot reached its stderr cap (the log holds the truncation line),
+    or the log its size limit. Reads the whole log: for a report, not per move."""
+    try:
+        with open(stderr_log, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size >= STDERR_LOG_MAX_BYTES:
+                return True
+            return _TRUNCATED in handle.read(STDERR_LOG_MAX_BYTES)
+    except OSError:
+        return False
 
 
 def _drain(fd: int, out: IO[bytes], cap: int) -> None:
@@ -440,7 +465,7 @@ def _drain(fd: int, out: IO[bytes], cap: int) -> None:
                         last = chunk[room - 1:room]
                     written = cap
                     prefix = b"" if last == b"\n" else b"\n"
-                    out.write(prefix + f"[arena: stderr truncated after {cap} bytes]\n".encode())
+                    out.write(prefix + _TRUNCATED + f"{cap} bytes]\n".encode())
                     full = True
                 out.flush()
             except OSError as exc:  # disk full, file size limit: stop logging, keep draining

@@ -23,6 +23,7 @@ import difflib
 import itertools
 import json
 import re
+import sys
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -146,8 +147,11 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
         where = ("the text ends too early (truncated?)" if exc.pos >= len(text.rstrip())
                  else f"line {exc.lineno} column {exc.colno}")
         raise MalformedMessageError(f"not JSON ({exc.msg}; {where}): {_quote(text)}") from None
-    except ValueError as exc:  # NaN, Infinity
-        raise MalformedMessageError(f"not JSON ({exc}): {_quote(text)}") from None
+    except ValueError as exc:  # NaN, Infinity, an integer of too many digits
+        reason = str(exc)
+        if "integer string conversion" in reason:  # Python's own advice names sys.set_int_max_str_digits
+            reason = f"a number too long: at most {sys.get_int_max_str_digits():,} digits"
+        raise MalformedMessageError(f"not JSON ({reason}): {_quote(text)}") from None
     except RecursionError:
         raise MalformedMessageError(f"not JSON (nested too deeply): {_quote(text)}") from None
     if type(msg) is not dict:
@@ -395,7 +399,10 @@ def _validators() -> dict[str, dict[str, tuple[Any, Any]]]:
 def _unknown_type(msg: dict[str, Any], sender: Sender) -> str:
     kinds = ", ".join(json.dumps(k) for k in MESSAGE_TYPES[sender])
     if "type" not in msg:
-        return f"message: at $: missing field \"type\" (expected one of {kinds})"
+        keys = list(itertools.islice(msg, _SPELLING_KEYS))
+        extra = [k for k in keys if k.lower() == "type"] or difflib.get_close_matches("type", keys, 1, 0.6)
+        meant = f" (is {_short(extra[0])} meant to be \"type\"?)" if extra else ""
+        return f"message: at $: missing field \"type\"{meant} (expected one of {kinds})"
     kind = msg["type"]
     hint = ""
     other: Sender = "referee" if sender == "bot" else "bot"
@@ -412,8 +419,18 @@ def _expected(error: ValidationError) -> str:
         missing = [k for k in value if k not in instance]
         text = f"missing field{'s' if len(missing) > 1 else ''} " + ", ".join(json.dumps(k) for k in missing)
         known = schema.get("properties", {})
-        extra = [k for k in itertools.islice(instance, _SPELLING_KEYS) if k not in known]
+        patterns = list(schema.get("patternProperties", {}))
+        extra = [k for k in itertools.islice(instance, _SPELLING_KEYS)
+                 if k not in known and not any(re.search(p, k) for p in patterns)]
         guesses = [(close[0], k) for k in missing if (close := difflib.get_close_matches(k, extra, 1, 0.6))]
+        unmatched = [k for k in missing if all(k != meant for _, meant in guesses)]
+        unused = [k for k in extra if all(k != got for got, _ in guesses)]
+        if len(unmatched) == 1 and len(unused) == 1:  # "sequence" for "seq": no spelling alike
+            guesses.append((unused[0], unmatched[0]))
+        elif len(unmatched) == 1 and unused:
+            text += (f" (unknown fields {', '.join(_short(k, 30) for k in unused[:3])}"
+                     f"{', ...' if len(unused) > 3 else ''}: is one of them meant to be "
+                     f"{json.dumps(unmatched[0])}?)")
         return text + "".join(f" (is {_short(got)} meant to be {json.dumps(k)}?)" for got, k in guesses)
     if keyword == "additionalProperties":
         props = schema.get("properties", {})

@@ -73,8 +73,19 @@ def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "no hello within 2 s" in out, out
     assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
-            "fflush(stdout), System.out.flush()); or it is still starting: say hello first, then load "
-            "(the start limit is 2 s; the Python SDK's run(setup=...) does this)") in out, out
+            "fflush(stdout), System.out.flush(), Perl's $| = 1); or it is still starting: say hello "
+            "first, then load (the start limit is 2 s; the Python SDK's run(setup=...) does "
+            "this)") in out, out
+
+
+def test_a_slow_hello_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
+    """It passes (the hello came within 20 s), with a warning that said how long it took but
+    not what to do."""
+    code, out = check_bot(newcomer(tmp_path, "slow_start.py", "2.5"))
+    assert code == 0, out
+    assert re.search(r"warning: slow start: the hello came after 2\.\d s \(keep it under 2 s; the "
+                     r"referee gives up after 20 s\): say hello first, then load \(imports, tables, a "
+                     r"JVM's classes\) before or during the first move, which has a larger limit", out), out
 
 
 def test_dealer_without_identity_is_told_to_set_it(tmp_path: Path) -> None:
@@ -96,6 +107,20 @@ def test_a_traceback_is_shown_and_the_log_kept(tmp_path: Path) -> None:
         shutil.rmtree(Path(log.group(1)).parent)
 
 
+def test_a_crash_shows_its_log_even_when_the_log_is_written_late(tmp_path: Path) -> None:
+    """The log tail was read as soon as the bot died, while the thread copying its stderr to
+    the log could still be writing it: now and then a crash said "(its log ... is empty)"
+    while the log held its traceback. Here that thread starts 0.3 s late, every time."""
+    slow_drain = ("import time\nimport arena.launch.process as process\n_drain = process._drain\n"
+                  "def late(*args):\n    time.sleep(0.3)\n    _drain(*args)\nprocess._drain = late")
+    folder = newcomer(tmp_path, "key_error.py")
+    proc = arena_patched(slow_drain, "check-bot", str(folder), "--games", "1",
+                         "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "crash" in out, out
+    assert "is empty" not in out and "KeyError: 'my_buttons'" in out, out
+
+
 def test_a_bot_that_stops_after_one_game(tmp_path: Path) -> None:
     code, out = check_bot(newcomer(tmp_path, "one_game.py"))
     assert code == 1, out
@@ -108,6 +133,36 @@ def test_pretty_printed_json_gets_one_message_per_line(tmp_path: Path) -> None:
     assert "hint: one message per line" in out, out
 
 
+def test_a_debug_print_on_stdout_is_told_to_go_to_stderr(tmp_path: Path) -> None:
+    code, out = check_bot(newcomer(tmp_path, "debug_print.py"))
+    assert code == 1 and 'not JSON (Expecting value; line 1 column 1): "DEBUG: got request' in out, out
+    assert ("- hint: stdout carries only protocol messages: print debug output to stderr (it goes to "
+            "the bot's log)") in out, out
+
+
+@pytest.mark.parametrize(("mode", "reason"), [
+    ("bigint", "not JSON (a number too long: at most 4,300 digits)"),
+    ("nan", "not JSON (NaN is not valid JSON)"),
+    ("deep", "not JSON (nested too deeply)")])
+def test_one_line_of_bad_json_is_not_told_one_message_per_line(tmp_path: Path, mode: str,
+                                                                reason: str) -> None:
+    """"one message per line" was given for any bad line starting with "{"; and a number too long
+    passed on Python's advice to call sys.set_int_max_str_digits()."""
+    code, out = check_bot(newcomer(tmp_path, "bad_json.py", mode, name=mode))
+    assert code == 1 and reason in out, out
+    assert "hint" not in out and "sys.set_int_max_str_digits" not in out, out
+
+
+@pytest.mark.parametrize(("wrong", "said"), [
+    ("Type", 'missing field "type" (is "Type" meant to be "type"?)'),
+    ("sequence", 'missing field "seq" (is "sequence" meant to be "seq"?)')])
+def test_a_misnamed_field_is_named(tmp_path: Path, wrong: str, said: str) -> None:
+    """A field in the wrong case, or under another word, was only "missing field": the field
+    the bot sent instead is named."""
+    code, out = check_bot(newcomer(tmp_path, "misnamed_field.py", wrong, name=wrong.lower()))
+    assert code == 1 and f"schema: {'message' if wrong == 'Type' else 'move'}: at $: {said}" in out, out
+
+
 def test_shell_syntax_in_command(tmp_path: Path) -> None:
     folder = newcomer(tmp_path, "stdio_bot.py", command=["cd", ".", "&&", "python", "stdio_bot.py"],
                       name="shell")
@@ -116,14 +171,30 @@ def test_shell_syntax_in_command(tmp_path: Path) -> None:
     assert "no shell is run" in out and "put the commands in a script" in out, out
 
 
-def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=needs_strict)])
+def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path, sandbox: str) -> None:
+    """Under strict the sandbox's launcher, setpriv, fails (exit code 127) where Popen raised:
+    the hint was given only unconfined, and setpriv, which the author never named, was unexplained."""
     folder = newcomer(tmp_path, "stdio_bot.py", command=["stdio_bot.py"], name="bare")
     script = folder / "stdio_bot.py"
     script.write_text(f"#!{sys.executable}\n" + script.read_text())
     script.chmod(0o755)
-    code, out = check_bot(folder)
-    assert code == 1 and "cannot start 'stdio_bot.py'" in out, out
-    assert 'write "./stdio_bot.py" in bot.toml' in out, out
+    code, out = check_bot(folder, "--sandbox", sandbox)
+    expected = "cannot start 'stdio_bot.py'" if sandbox == "none" else "exit code 127"
+    assert code == 1 and expected in out, out
+    assert ("hint: a command without a '/' is looked up on the PATH, not in the bot's folder: "
+            'write "./stdio_bot.py" in bot.toml') in out, out
+    if sandbox == "strict":
+        assert "setpriv: failed to execute stdio_bot.py" in out, out
+        assert "(setpriv, named in its log, is the sandbox's launcher: it executes the command)" in out, out
+
+
+@needs_strict
+def test_a_missing_program_under_the_sandbox_says_what_setpriv_is(tmp_path: Path) -> None:
+    folder = newcomer(tmp_path, "stdio_bot.py", command=["no-such-program"], name="missing")
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "setpriv: failed to execute no-such-program" in out, out
+    assert "hint: setpriv, named in its log, is the sandbox's launcher: it executes the command" in out, out
 
 
 def script_bot(tmp_path: Path, shebang: bytes, mode: int, *, newline: bytes = b"\n") -> Path:
@@ -143,7 +214,7 @@ PROGRAM_CASES = {  # the program the command runs, and what the hint says
     "no #! line": (b"", 0o755, b"\n", "./stdio_bot.py has no #! line: add one, e.g. #!/usr/bin/env python3"),
     "CRLF": (b"#!/usr/bin/env python3\n", 0o755, b"\r\n",
              "./stdio_bot.py has Windows (CRLF) line endings, so its #! line ends in a carriage return: "
-             "convert it (dos2unix ./stdio_bot.py)"),
+             "convert it (sed -i 's/\\r$//' ./stdio_bot.py, or dos2unix ./stdio_bot.py)"),
 }
 
 
@@ -175,6 +246,23 @@ def test_a_program_that_cannot_run_in_the_sandbox(tmp_path: Path) -> None:
             "inside it") in out, out
     code, out = check_bot(folder)  # without the sandbox it runs
     assert code == 0, out
+
+
+@pytest.mark.parametrize("interpreter", ["bash", "perl"])
+def test_a_crlf_script_run_by_its_interpreter(tmp_path: Path, interpreter: str) -> None:
+    """command = ["bash", "bot.sh"] with Windows line endings: bash fails on "$'in\\r'" and
+    there was no hint (only a #! line ending in a carriage return was looked for)."""
+    folder = tmp_path / interpreter
+    folder.mkdir()
+    script = {"bash": 'read -r line\ncase "$line" in\n  *) echo hi ;;\nesac\n',
+              "perl": 'my $x = <<"END";\nhello\nEND\nprint STDERR $x;\nexit 3;\n'}[interpreter]
+    name = "bot.sh" if interpreter == "bash" else "bot.pl"
+    (folder / name).write_bytes(script.replace("\n", "\r\n").encode())
+    write_bot(folder, interpreter, [interpreter, name], protocol="stdio")
+    code, out = check_bot(folder)
+    assert code == 1 and "start: bot" in out, out
+    assert (f"hint: {name} has Windows (CRLF) line endings, and {interpreter} reads the carriage return as "
+            f"part of each line: convert it (sed -i 's/\\r$//' {name}, or dos2unix {name})") in out, out
 
 
 def test_zeromq_code_in_a_stdio_bot_and_a_req_socket(tmp_path: Path) -> None:
@@ -249,6 +337,21 @@ def test_a_slow_first_move_passes(tmp_path: Path) -> None:
     assert re.search(r"slowest other move: \d+ ms \(limit 1000 ms\)", out), out
 
 
+def test_a_log_cut_at_its_cap_is_warned_about(tmp_path: Path) -> None:
+    """A stack trace every move filled the 1 MiB log cap and check-bot passed silently."""
+    code, out = check_bot(newcomer(tmp_path, "stderr_spam.py"), logs=False)
+    assert code == 0, out
+    assert ("warning: log cut: the bot wrote more than 1 MiB to stderr in one run, so its log was cut at "
+            "that cap and the rest dropped") in out, out
+    log = re.search(r"bot log: (\S+)", out)
+    assert log is not None, out
+    kept = Path(log.group(1))
+    assert "[arena: stderr truncated after 1048576 bytes]" in kept.read_text()
+    shutil.rmtree(kept.parent)
+    code, out = check_bot(newcomer(tmp_path, "stdio_bot.py"))
+    assert code == 0 and "log cut" not in out, out
+
+
 def test_stale_replies_are_warned_about(tmp_path: Path) -> None:
     bot = misbehaving_bot(tmp_path / "twice", "late_reply", stdio=True)
     code, out = check_bot(bot.folder)
@@ -268,13 +371,19 @@ def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) ->
 
 
 SILENT_MOVE = "it wrote nothing on stdout after the move_request and was not computing: flush stdout " \
-    "after every message, and read stdin line by line (not to end of file)"
+    "after every message (print(..., flush=True), fflush(stdout), System.out.flush(), Perl's $| = 1), and " \
+    "read stdin line by line (not to end of file)"
+STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its process group), so " \
+    "it could not answer: a bot must never stop itself"
 
 
 @pytest.mark.parametrize(("script", "hint"), [
     ("unflushed_move.py", SILENT_MOVE), ("read_to_eof.py", SILENT_MOVE),
     ("move_no_newline.py", "it wrote part of a line and no newline after the move_request: end each "
                            "message with a newline and flush stdout after it"),
+    ("blank_lines.py", "it wrote only blank lines on stdout after the move_request, and no move: write the "
+                       "move as one line of JSON, and nothing else, then flush stdout"),
+    ("stops_itself.py", STOPPED),
     ("thinks_forever.py", None)])
 def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str | None) -> None:
     """A move that never reached the referee: the report says why (not for a bot that computes),
@@ -288,6 +397,11 @@ def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str | None
                          r"referee gave up after \d+ ms - hint: " + re.escape(hint), out), out
     assert "0 moves, then its move 1 timed out" in out, out
     assert "slowest first move: timed out (limit 200 ms)" in out, out
+
+
+def test_a_bot_stopping_its_process_group_is_told_it_was_stopped(tmp_path: Path) -> None:
+    code, out = check_bot(newcomer(tmp_path, "stops_itself.py", "group"), *QUICK)
+    assert code == 1 and f"- hint: {STOPPED}" in out, out
 
 
 @pytest.mark.parametrize("command", ["play", "check-bot"])

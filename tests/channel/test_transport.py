@@ -403,7 +403,9 @@ def test_stdio_bot_closes_stdout(start: Start) -> None:
 
 def test_oversize_message(make_bot: Callable[[str], Channel]) -> None:
     channel = make_bot("oversize")
-    channel.send("go")
+    # A request: a ZeroMQ bot's bridge tells a message libzmq dropped from a bot reconnecting
+    # by whether the bot owed a reply (zmq_bridge.check_connections).
+    channel.send('{"type":"move_request","seq":1}')
     t0 = time.monotonic()
     with pytest.raises(OversizeMessageError, match="1048576-byte limit"):
         channel.recv(20.0)

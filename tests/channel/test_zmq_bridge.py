@@ -106,6 +106,27 @@ def test_oversize_and_multipart(tmp_path: Path, kind: str, termination: Terminat
     assert result.loser == 0 and detail in result.detail
 
 
+@pytest.mark.parametrize("kind", ["reconnect", "reconnect_per_game"])
+def test_a_bot_that_reconnects_is_told_to_keep_one_socket(tmp_path: Path, kind: str) -> None:
+    """A bot closing its DEALER and opening another (mid-game, or a socket per game) was
+    recorded as oversize: the bridge took every reconnection for libzmq dropping a message
+    over the limit. It is a protocol fault, and the detail says to keep one socket."""
+    bad = misbehaving_bot(tmp_path / kind, kind)
+    opponent = Manifest.load(sample_bots_dir() / "random")
+    with BotPool([bad, opponent], tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
+        results = [pool.play(0, 1, seed=seed, time_control=TC, game_id=f"g{seed}") for seed in (1, 2)]
+    # mid-game: both games lost (it is started afresh for the second); per game: the second
+    assert [r.loser for r in results] == ([0, 0] if kind == "reconnect" else [None, 0]), results
+    for result in results[1:] if kind == "reconnect_per_game" else results:
+        assert "keep one DEALER socket, connected once, for the whole run" in result.detail, result.detail
+        if kind == "reconnect" or result.termination is not Termination.OVERSIZE:
+            assert result.termination is Termination.PROTOCOL, result.detail
+            assert "closed its connection and opened a new one" in result.detail, result.detail
+        # A socket per game, frozen before it read game_over, reopens while its reply to the next
+        # request is due and is then silent, as a bot whose reply libzmq dropped: oversize, whose
+        # detail names both causes.
+
+
 def test_a_missing_command_is_a_start_failure(tmp_path: Path) -> None:
     from tests.helpers import write_bot
 

@@ -201,6 +201,33 @@ def test_a_failed_build_is_one_line_then_the_useful_lines_of_its_output(tmp_path
     assert not any("Retrying" in line for line in lines[first + 1:])
 
 
+@needs_strict
+def test_a_strict_build_whose_toolchain_is_in_a_home_folder_is_told_why(tmp_path: Path) -> None:
+    """`cargo` installed in ~/.cargo: the strict build says "sh: 1: cargo: not found" (exit 127)
+    and nothing more. Now a hint says what the sandbox shows and what to do; a program named
+    by an absolute path and bash's "command not found" get it too, a missing source file not."""
+    hint = ("was not found: a build under --sandbox strict sees only the system folders (/usr, /bin, "
+            "/lib), the Python installation and its copy of the bot folder, so a toolchain in a home "
+            "folder (~/.cargo, ~/.rustup, ~/go, nvm) is invisible to it: install the toolchain "
+            "system-wide, or build before handing the bot in and ship the binary")
+    cases = {"cargo": ("cargo build --release", "'cargo' " + hint),
+             "abs": ("/root/.cargo/bin/cargo build", "'/root/.cargo/bin/cargo' " + hint),
+             "bash": ("bash -c 'go build'", "'go' " + hint),
+             "source": ("cat main.c", None)}
+    for name, (build_cmd, expected) in cases.items():
+        source = write_bot(tmp_path / name, name, ["./bot"], build=build_cmd).folder
+        proc = arena("check-bot", str(source), "--sandbox", "strict", "--logs", str(tmp_path / "logs"))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        first = next(line for line in proc.stderr.splitlines() if "build command" in line)
+        if expected is None:
+            assert "hint" not in first, first
+        else:
+            assert first.endswith(f".build.log) - hint: {expected}; from its output:"), first
+    source = write_bot(tmp_path / "none", "none", ["./bot"], build="cargo-not-here build").folder
+    proc = arena("check-bot", str(source), "--sandbox", "none", "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 1 and "not found" in proc.stderr and "hint" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("level", ["none", pytest.param("strict", marks=needs_strict)])
 def test_build_past_its_time_limit_is_stopped_with_everything_it_started(tmp_path: Path,
                                                                         level: str) -> None:

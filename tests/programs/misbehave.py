@@ -1,16 +1,18 @@
 """A scripted misbehaving bot for the referee tests (fastchess-style test engines).
 
-Usage: python misbehave.py KIND [stdio] [ARG ...]. It plays like the random bot (first
-legal move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it
-speak JSON lines on stdin/stdout instead of ZeroMQ (the ZeroMQ-only kinds ``no_identity``,
+Usage: python misbehave.py KIND [stdio] [ARG ...]. It plays like the random bot (first legal
+move from the engine) until its KIND of misbehaviour kicks in; ``stdio`` makes it speak JSON
+lines on stdin/stdout instead of ZeroMQ (the ZeroMQ-only kinds ``no_identity``,
 ``multipart``, ``close_and_exit_slowly``, ``connection_flood`` and ``identity_flood`` abuse
-the socket); the ``recorder`` kind plays normally
-and appends every message it receives to LOG (the last argument); ``cpu_per_game S``
-plays normally but burns S seconds of CPU when each game begins; ``hostile_error`` gives
-up with an ``error`` message full of control sequences and a lone surrogate, and
-``hostile_info`` plays normally with such an ``info`` string on every move; ``spin_helpers N``
-plays normally with N helper processes that spin forever (computing between its moves);
-``slow S K`` plays normally but takes S seconds (sleeping) over K of its moves (from its third).
+the socket; ``reconnect`` closes its socket and opens another to send its move, and
+``reconnect_per_game`` does so after each game_over, as a socket per game); the ``recorder``
+kind plays normally and appends every message it receives to LOG (the last argument);
+``cpu_per_game S`` plays normally but burns S seconds of CPU when each game begins;
+``hostile_error`` gives up with an ``error`` message full of control sequences and a lone
+surrogate, and ``hostile_info`` plays normally with such an ``info`` string on every move;
+``spin_helpers N`` plays normally with N helper processes that spin forever (computing
+between its moves); ``slow S K`` plays normally but takes S seconds (sleeping) over K of its
+moves (from its third).
 Unsandboxed stdio bots, whose parent is the referee: ``kill_referee [SIG]`` sends it SIG
 (SIGKILL) at every move from its third; ``stop_referee_once MARKER`` stops it (SIGSTOP) at
 its third move unless the file MARKER exists (it creates it), then plays on normally;
@@ -451,6 +453,10 @@ def main() -> None:
         message = link.recv()
         if message is None or message["type"] == "shutdown":
             return
+        if message["type"] == "game_over" and KIND == "reconnect_per_game":  # a socket per game
+            assert link.sock is not None
+            link.sock.close(linger=0)
+            link = Link()
         if message["type"] == "new_game" and KIND == "cpu_per_game":  # legal, but CPU-hungry
             end = time.process_time() + float(ARGS[0])
             while time.process_time() < end:
@@ -534,6 +540,12 @@ def main() -> None:
             link.send({"type": "error", "message": HOSTILE_TEXT + " NUL \0"})
         elif KIND == "multipart":
             link.sock.send_multipart([json.dumps(move_reply(seq, state)).encode(), b"more"])
+        elif KIND == "reconnect":  # close its socket, open another with the same identity, answer
+            assert link.sock is not None
+            if moves_made == TRIGGER_MOVE:  # once a game
+                link.sock.close(linger=0)
+                link = Link()
+            link.send(move_reply(seq, state))
         elif KIND == "close_and_exit_slowly":  # like a bot whose interpreter takes long to exit
             link.sock.close(linger=0)
             time.sleep(1.0)
@@ -552,7 +564,7 @@ def main() -> None:
                 time.sleep(float(ARGS[0]))
             link.send(move_reply(seq, state))
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
-                      "spin_helpers") or KIND in ATTEMPTS:
+                      "spin_helpers", "reconnect_per_game") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
         elif KIND == "bridge_forge":  # ZeroMQ: write a frame of the bridge's own into its pipe
             import struct
