@@ -45,12 +45,14 @@ from arena.errors import (
 )
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted as encode
+from arena.protocol.constants import MAX_MESSAGE_BYTES
 from arena.records import make_record, utc_now
 from arena.untrusted import shown
 
 log = logging.getLogger("arena.referee")
 
-MAX_STALE_REPLIES = 100  # stale replies tolerated during one request before it is a flood
+MAX_STALE_REPLIES = 100  # stale replies tolerated during one request before it is a flood ...
+MAX_STALE_BYTES = MAX_MESSAGE_BYTES  # ... and their size in all: each is decoded and checked
 FREEZE_GRACE_S = 0.001
 """How long after its reply a bot waiting for its turn is frozen (if its opponent has not
 answered by then): it may compute for this long of each opponent move, on as many CPUs as
@@ -79,6 +81,11 @@ class Player(Protocol):
     @property
     def last_decode_ns(self) -> int:
         """Referee time spent decoding its last message."""
+        ...
+
+    @property
+    def last_message_bytes(self) -> int:
+        """The size of its last message."""
         ...
 
     def ensure_started(self) -> None:
@@ -385,7 +392,7 @@ def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, ba
     """Wait for the move answering ``seq``; stale replies are dropped and counted. ``park``
     is called at ``park_at`` (at once if that has passed), unless the reply comes first."""
     deadline = sent + (limit_ms + bank_ms) / 1000.0
-    stale = 0
+    stale = stale_bytes = 0
     stale_seqs: set[int] | None = None  # what the stale replies carried (said if the bot times out)
     while True:
         now = clock()
@@ -416,10 +423,13 @@ def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, ba
                 stale += 1
                 stale_seqs = stale_seqs or set()
                 stale_seqs.add(message["seq"])
-                if stale > MAX_STALE_REPLIES:
+                stale_bytes += bot.last_message_bytes
+                if stale > MAX_STALE_REPLIES or stale_bytes > MAX_STALE_BYTES:
+                    # Each is decoded and schema-checked: 100 padded ones of 1 MiB made the
+                    # referee's CPU the bot's for its whole thinking time.
                     raise _Forfeit(seat, ProtocolViolationError(
-                        f"{bot.name} flooded the referee with more than {MAX_STALE_REPLIES} "
-                        f"stale replies during request {seq}"))
+                        f"{bot.name} flooded the referee with more than {MAX_STALE_REPLIES} stale "
+                        f"replies or {MAX_STALE_BYTES} bytes of them during request {seq}"))
                 log.info("%s: dropped a stale reply to request %d (current %d)",
                          bot.name, message["seq"], seq)
                 continue

@@ -196,6 +196,10 @@ class ScriptedPlayer:
     def last_decode_ns(self) -> int:
         return self.session.last_decode_ns if self.session is not None else 0
 
+    @property
+    def last_message_bytes(self) -> int:
+        return self.session.last_bytes if self.session is not None else 0
+
     def ensure_started(self) -> None:
         if self.broken is not None:
             raise BotStartError(self.broken)
@@ -309,6 +313,9 @@ KINDS: dict[str, type[ScriptedBot]] = {
                                    ]),
     "flood": _on_trigger(lambda r: [reply(r, r["seq"] - 1)] * 5000),  # stale replies, all at once
     "stale_flood": _on_trigger(lambda r: [x for _ in range(101) for x in (Think(1), reply(r, r["seq"] - 1))]),
+    # Five stale replies padded to 250 KB: few, but more than a message's worth of them in all.
+    "stale_padded": _on_trigger(lambda r: [x for _ in range(5) for x in (
+        Think(1), {**reply(r, r["seq"] - 1), "x-pad": "p" * 250_000})]),
     "late_reply": type("LateReply", (ScriptedBot,), {"answer": lambda self, r: (
         [reply(r, r["seq"] - 1), reply(r)] if self.moves > 1 else [reply(r)])}),
     "future_seq": _on_trigger(lambda r: [reply(r, r["seq"] + 5)]),

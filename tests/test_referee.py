@@ -61,6 +61,7 @@ SCRIPTED_CASES = [
     ("huge", Termination.OVERSIZE, "over the 1048576-byte limit"),
     ("flood", Termination.PROTOCOL, "a flood (more than 64 unread messages)"),
     ("stale_flood", Termination.PROTOCOL, "flooded the referee with more than 100 stale replies"),
+    ("stale_padded", Termination.PROTOCOL, "or 1048576 bytes of them during request"),
     ("future_seq", Termination.PROTOCOL, "which was never sent"),
     ("hello_again", Termination.PROTOCOL, "sent 'hello' while a move was expected"),
     ("gives_up", Termination.CRASH, "gave up: I resign: out of ideas"),

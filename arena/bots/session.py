@@ -141,6 +141,11 @@ class BotHandle:
         """Referee time spent decoding the bot's last message."""
         return self.session.last_decode_ns if self.session is not None else 0
 
+    @property
+    def last_message_bytes(self) -> int:
+        """The size of the bot's last message."""
+        return self.session.last_bytes if self.session is not None else 0
+
     def is_running(self) -> bool:
         return self.process is not None and self.process.is_alive()
 

@@ -42,6 +42,7 @@ class BotSession:
         self.protocol: int | None = None  # the version both speak, once the handshake is done
         self.unread = 0  # bytes sent since the bot last answered the latest request
         self.last_decode_ns = 0  # referee time spent decoding the last message
+        self.last_bytes = 0  # the size of the last message (characters of its JSON text)
         self.bad_text = ""  # the start of the last message that was not JSON (for hints)
 
     @property
@@ -100,6 +101,7 @@ class BotSession:
             return None
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s >> %s", self.name, text[:500])
+        self.last_bytes = len(text)
         t0 = time.perf_counter_ns()
         try:
             message = decode(text, sender="bot")
