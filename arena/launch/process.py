@@ -47,11 +47,13 @@ log = logging.getLogger(__name__)
 BOT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _DRAIN_CHUNK = 1 << 16
-DISCARD_BYTES_PER_S = 16 << 20  # of a bot's stderr past its log cap (see _discard)
-# After a read of less than a chunk, the drain waits this long: a bot writing stderr a byte at
-# a time made it read once per byte (5.9 s of harness CPU in an 8.9 s game); now at most 200
-# reads a second, and a log line reaches the log 5 ms later at most.
+DISCARD_BYTES_PER_S = 64 << 20  # of a bot's stderr past its log cap (see _discard)
+# After a read of less than _DRAIN_PAUSE_BELOW bytes, the drain waits _DRAIN_PAUSE_S: a bot
+# writing stderr a byte at a time made it read once per byte (5.9 s of harness CPU in an 8.9 s
+# game). A trickle is now read at most 200 times a second (a log line reaches the log 5 ms
+# later at most); a stream comes in reads of 16 KiB or more, each worth its system call.
 _DRAIN_PAUSE_S = 0.005
+_DRAIN_PAUSE_BELOW = 16 << 10
 _REAP_TIMEOUT_S = 5.0
 STDERR_CAP_BYTES = 1 << 20  # of a bot's stderr kept in its log per run (the rest is dropped)
 _DRAIN_JOIN_TIMEOUT_S = 2.0
@@ -475,7 +477,7 @@ def _drain(fd: int, out: IO[bytes], cap: int) -> None:
             except OSError as exc:  # disk full, file size limit: stop logging, keep draining
                 log.warning("stderr log write failed: %s", exc)
                 full = True
-            if len(chunk) < _DRAIN_CHUNK:
+            if len(chunk) < _DRAIN_PAUSE_BELOW:
                 time.sleep(_DRAIN_PAUSE_S)  # let a trickle gather (see _DRAIN_PAUSE_S)
     finally:
         os.close(fd)
@@ -508,5 +510,5 @@ def _discard(fd: int) -> None:
             ahead = dropped / DISCARD_BYTES_PER_S - (time.monotonic() - started)
             if ahead > 0.01:
                 time.sleep(ahead)
-            elif moved < _DRAIN_CHUNK:
+            elif moved < _DRAIN_PAUSE_BELOW:
                 time.sleep(_DRAIN_PAUSE_S)
