@@ -133,6 +133,10 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
     with _log_folder(report, log_dir) as logs, InProcess(lineup, logs) as executor:
         pool = executor.pool
         report.log = pool.handles[0].stderr_log
+        try:  # a --logs folder used before holds earlier runs' logs: this check's begin here
+            log_start = report.log.stat().st_size
+        except OSError:
+            log_start = 0
         report.lines.append(f"bot log: {report.log}")
         if 0 in pool.build_errors:
             report.problems.append(pool.build_errors[0])
@@ -204,7 +208,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             took, limit = max(over, key=lambda move: move[0] - move[1])
             report.problems.append(f"{len(over)} move(s) over their limit, drawing on the bank: "
                                    f"the worst took {took:.0f} ms, limit {limit} ms")
-        if log_was_cut(pool.handles[0].stderr_log):
+        if log_was_cut(pool.handles[0].stderr_log, since=log_start):
             report.warnings.append(
                 f"log cut: the bot wrote more than {STDERR_CAP_BYTES >> 20} MiB to stderr in one run, so its "
                 "log was cut at that cap and the rest dropped: write less to stderr (a stack trace "

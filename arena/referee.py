@@ -348,8 +348,11 @@ def failure_detail(bot: Player, error: Exception, termination: Termination) -> s
     detail = lines[0] if bot.broken is not None else " ".join(lines)  # a build's: lines of its output
     try:
         hint = bot.hint(error)
-    except Exception:  # a hint reads the bot's files and log: never let it cost the game or the run
-        log.exception("the hint for %s failed", bot.name)
+    except Exception as exc:  # a hint reads the bot's files and log: never let it cost the game or
+        # the run, nor print a traceback on the user's terminal (the traceback is for debugging)
+        log.warning("the hint for %s failed (%s: %s); left out", bot.name, type(exc).__name__,
+                    shown(str(exc), 200))
+        log.debug("the hint's failure", exc_info=True)
         hint = ""
     if hint:
         detail += f" - hint: {hint}"

@@ -8,9 +8,11 @@ and the next :meth:`BotHandle.ensure_started` starts a fresh process.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import re
+import shlex
 import stat
 import time
 from collections.abc import Mapping
@@ -78,8 +80,10 @@ def _read_head(folder: Path, word: str) -> tuple[os.stat_result, bytes] | None:
 
 
 def _crlf_fix(script: str) -> str:
-    """How to convert a script's Windows line endings: sed is everywhere, dos2unix often not."""
-    return f"sed -i 's/\\r$//' {script}, or dos2unix {script}"
+    """How to convert a script's Windows line endings: sed is everywhere, dos2unix often not.
+    The name is the bot's: quoted for a shell (a name holding '; curl ... | sh' is a word)."""
+    word = shlex.quote(script)
+    return f"sed -i 's/\\r$//' {word}, or dos2unix {word}"
 
 
 def _interpreter(first_line: bytes, script: str) -> str:
@@ -285,9 +289,9 @@ class BotHandle:
         # launcher (setpriv) does, and exits with status 127.
         not_found = isinstance(error, BotStartError) or "exit code 127" in str(error)
         if (starting and not_found and words and "/" not in words[0]
-                and (self.manifest.folder / words[0]).is_file()):
+                and os.path.isfile(self.manifest.folder / words[0])):  # False for a name too long
             return (f"a command without a '/' is looked up on the PATH, not in the bot's folder: "
-                    f"write \"./{words[0]}\" in bot.toml" + self._setpriv_note())
+                    f"write {json.dumps('./' + words[0])} in bot.toml" + self._setpriv_note())
         stdio = self.manifest.protocol == "stdio"
         program = self._program_hint(error) if starting else ""
         if program:
@@ -390,7 +394,7 @@ class BotHandle:
         if not info.st_mode & 0o111:
             interpreter = _interpreter(first_line, words[0])
             return (f"{words[0]} is not executable: chmod +x it, or run it with its interpreter: "
-                    f"command = [\"{interpreter}\", \"{words[0].removeprefix('./')}\"]")
+                    f"command = [{json.dumps(interpreter)}, {json.dumps(words[0].removeprefix('./'))}]")
         # Without a #! line the kernel cannot run it (Exec format error), and under the sandbox
         # setpriv hands it to /bin/sh instead, whose errors begin with the script's path.
         sh_said = f"{self.manifest.argv()[0]}: "

