@@ -619,19 +619,18 @@ class BridgeFramer:
         if kind == zmq_bridge.OVERSIZE:
             if payload.isdigit():
                 return _oversize(name, int(payload), self.max_bytes)
+            # libzmq answers a frame over the limit by dropping the connection, which the DEALER
+            # then reopens: from the bridge, just what a bot that reopens its socket looks like.
             return OversizeMessageError(
-                f"bot {name}: a message over the {self.max_bytes}-byte limit (libzmq dropped the "
-                "connection and the bot reconnected; or a malformed ZMTP frame); or, while its reply "
-                "was due, the bot closed its socket and opened another: keep one DEALER socket, "
-                "connected once, for the whole run")
-        if kind == zmq_bridge.RECONNECTED:
-            return ProtocolViolationError(
-                f"bot {name}: closed its connection and opened a new one (keep one DEALER socket, "
-                "connected once, for the whole run: every game comes over it, until shutdown)")
+                f"bot {name}: its connection was dropped and opened again: either it sent a message "
+                f"over the {self.max_bytes}-byte limit (libzmq drops the connection, and the DEALER "
+                "reconnects by itself), or it closed its socket and opened another (keep one DEALER "
+                "socket, connected once, for the whole run: every game comes over it)")
         if kind == zmq_bridge.DROPPED:
             return _UnlessExited(ProtocolViolationError(
                 f"bot {name}: closed its connection while still running (keep the DEALER open "
-                "until shutdown)"))
+                f"until shutdown), or sent a message over the {self.max_bytes}-byte limit with "
+                "reconnection turned off (libzmq drops the connection)"))
         if kind == zmq_bridge.UNREACHABLE:
             return _UnlessExited(ProtocolViolationError(
                 f"bot {name}: not connected when the referee sent a message (it must connect a "

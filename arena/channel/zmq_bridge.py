@@ -48,17 +48,14 @@ DROPPED = b"D"  # the bot's connection closed while its process runs
 UNREACHABLE = b"U"  # the referee sent a message and no bot is connected
 NOT_READING = b"R"  # the bot does not read its messages (its queue is full)
 START_FAILED = b"S"  # payload: why the bot command could not be started
-RECONNECTED = b"N"  # the bot closed its connection and opened a new one (a socket per game, say)
 KINDS = (MESSAGE, FOREIGN_IDENTITY, SECOND_CONNECTION, MULTIPART, OVERSIZE, DROPPED, UNREACHABLE,
-         NOT_READING, START_FAILED, RECONNECTED)
+         NOT_READING, START_FAILED)
 
 RCVHWM = 16  # messages per connection libzmq may hold for us
 _SNDHWM = 64  # messages to the bot it has not read yet
 _OUT_LIMIT_EXTRA = 1 << 16  # read the socket only while less than max_bytes + this is unsent
 _STDIN_LIMIT = 64 << 20  # a referee line longer than this is junk: dropped
 _DROP_GRACE_S = 2.0  # after a drop: time for the bot to reconnect (oversize) or exit
-_RETURN_GRACE_S = 0.3  # after a reconnection while it owed a reply: time for its message
-_MOVE_REQUEST = b'{"type":"move_request"'  # how the referee's requests begin (compact JSON)
 _SECOND_GRACE_S = 0.1  # two live connections for this long: a second connection
 _LAST_WORDS_S = 0.3  # after the child exited: time for its last messages to arrive
 _TICK_MS = 50
@@ -80,13 +77,10 @@ class Bridge:
         self.live: set[int] = set()  # accepted connections (their fds in our process)
         self.handshakes = 0
         self.dropped_at: float | None = None  # the bot's connection went away
-        # A second handshake is libzmq having dropped a message over the limit (the DEALER
-        # comes back by itself) or the bot having closed its socket and opened another. Only
-        # the first leaves the bot silent, and only while it owes a reply: see check_connections.
-        # (Judged without the order of the two connections' events, which varies.)
-        self.owes_reply = False  # a move_request went to the bot, and no message came since
-        self.returned_at: float | None = None  # when a connection after the first shook hands
-        self.owed_at_return = False
+        # A handshake after a drop is libzmq having dropped a message over the limit (the
+        # DEALER comes back by itself), or the bot having closed its socket and opened another:
+        # both look the same from here (see check_connections).
+        self.handshakes_at_drop = 0
         self.two_since: float | None = None
         self.out = bytearray()
         self.inbuf = bytearray()
@@ -114,10 +108,6 @@ class Bridge:
         self.router.setsockopt(zmq.RCVHWM, RCVHWM)
         self.router.setsockopt(zmq.SNDHWM, _SNDHWM)
         self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        # A connection under the token while the old one is still being torn down takes over
-        # at once (without this libzmq refuses it until the DEALER retries, 100 ms later):
-        # a bot that reopened its socket is seen speaking, not taken for an oversize drop.
-        self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         self.monitor: zmq.Socket | None = self.router.get_monitor_socket(
             zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self.router.bind(f"ipc://{self.path}")
@@ -186,10 +176,7 @@ class Bridge:
                 self.fatal(FOREIGN_IDENTITY, frames[0][:64])
             elif len(frames) != 2:  # an empty first frame: a REQ socket's envelope
                 self.emit(MULTIPART, f"{len(frames) - 1}{'' if frames[1] else ' empty-first'}".encode())
-            elif self.returned_at is not None:  # it reconnected and speaks: not libzmq's drop
-                self.fatal(RECONNECTED)
             elif len(frames[1]) <= self.max_bytes:
-                self.owes_reply = False
                 self.emit(MESSAGE, frames[1])
             else:  # the limit does not count a trailing newline (the codec drops it)
                 body = frames[1]
@@ -197,7 +184,6 @@ class Bridge:
                 if len(body) > self.max_bytes:
                     self.emit(OVERSIZE, str(len(body)).encode())
                 else:
-                    self.owes_reply = False
                     self.emit(MESSAGE, body)
 
     def read_monitor(self) -> None:
@@ -217,14 +203,12 @@ class Bridge:
                     self.flush()
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.handshakes += 1
-                if self.handshakes > 1 and self.returned_at is None:
-                    self.returned_at = time.monotonic()
-                    self.owed_at_return = self.owes_reply
             elif event == zmq.EVENT_DISCONNECTED:
                 self.live.discard(value)
                 if self.handshakes and self.dropped_at is None:
                     self.read_socket()  # what it sent before the drop goes first
                     self.dropped_at = time.monotonic()
+                    self.handshakes_at_drop = self.handshakes
 
     def check_connections(self, now: float) -> None:
         if self.router is None:
@@ -237,15 +221,12 @@ class Bridge:
                 return
         else:
             self.two_since = None
-        if self.returned_at is not None and len(self.live) <= 1:  # a DEALER came back, or a new one
-            self.dropped_at = None  # (two live connections: the rule above judges them)
-            if not self.owed_at_return:  # nothing it sent can have been dropped: a new socket
-                self.fatal(RECONNECTED)
-            elif now - self.returned_at >= _RETURN_GRACE_S:  # silent since: libzmq dropped its reply
-                self.returned_at = None
-                self.emit(OVERSIZE)
-        elif self.dropped_at is not None and now - self.dropped_at >= _DROP_GRACE_S:
-            self.fatal(DROPPED)
+        if self.dropped_at is not None:
+            if self.handshakes > self.handshakes_at_drop:  # the DEALER came back, or a new one
+                self.dropped_at = None
+                self.emit(OVERSIZE)  # its detail names both causes (transport.BridgeFramer)
+            elif now - self.dropped_at >= _DROP_GRACE_S:
+                self.fatal(DROPPED)
 
     def send_to_bot(self) -> None:
         zmq = self.zmq
@@ -253,9 +234,8 @@ class Bridge:
             if self.router is None:
                 self.to_bot.clear()
                 return
-            message = self.to_bot[0]
             try:
-                self.router.send_multipart([self.token, message], zmq.NOBLOCK)
+                self.router.send_multipart([self.token, self.to_bot[0]], zmq.NOBLOCK)
             except zmq.ZMQError as exc:
                 self.to_bot.clear()
                 if exc.errno == zmq.EHOSTUNREACH:
@@ -265,8 +245,6 @@ class Bridge:
                     self.emit(NOT_READING)
                 return
             self.to_bot.popleft()
-            if message.startswith(_MOVE_REQUEST):
-                self.owes_reply = True
 
     # -- input from the referee -------------------------------------------------------
 

@@ -107,10 +107,11 @@ def test_oversize_and_multipart(tmp_path: Path, kind: str, termination: Terminat
 
 
 @pytest.mark.parametrize("kind", ["reconnect", "reconnect_per_game"])
-def test_a_bot_that_reconnects_is_told_to_keep_one_socket(tmp_path: Path, kind: str) -> None:
-    """A bot closing its DEALER and opening another (mid-game, or a socket per game) was
-    recorded as oversize: the bridge took every reconnection for libzmq dropping a message
-    over the limit. It is a protocol fault, and the detail says to keep one socket."""
+def test_a_bot_that_reopens_its_socket_is_told_both_causes(tmp_path: Path, kind: str) -> None:
+    """A bot closing its DEALER and opening another (mid-game, or a socket per game) looks to
+    the bridge just like libzmq dropping a message over the limit (the DEALER reconnects by
+    itself): oversize, whose detail names both causes and says to keep one socket. (A red
+    team found the guess between the two wrong in 3 of 4 oversize cases: no guessing.)"""
     bad = misbehaving_bot(tmp_path / kind, kind)
     opponent = Manifest.load(sample_bots_dir() / "random")
     with BotPool([bad, opponent], tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
@@ -118,13 +119,18 @@ def test_a_bot_that_reconnects_is_told_to_keep_one_socket(tmp_path: Path, kind: 
     # mid-game: both games lost (it is started afresh for the second); per game: the second
     assert [r.loser for r in results] == ([0, 0] if kind == "reconnect" else [None, 0]), results
     for result in results[1:] if kind == "reconnect_per_game" else results:
-        assert "keep one DEALER socket, connected once, for the whole run" in result.detail, result.detail
-        if kind == "reconnect" or result.termination is not Termination.OVERSIZE:
-            assert result.termination is Termination.PROTOCOL, result.detail
-            assert "closed its connection and opened a new one" in result.detail, result.detail
-        # A socket per game, frozen before it read game_over, reopens while its reply to the next
-        # request is due and is then silent, as a bot whose reply libzmq dropped: oversize, whose
-        # detail names both causes.
+        assert result.termination is Termination.OVERSIZE, result.detail
+        assert "or it closed its socket and opened another (keep one DEALER socket" in result.detail, \
+            result.detail
+
+
+@pytest.mark.parametrize("kind", ["huge", "huge_hello"])
+def test_a_message_over_the_limit_is_oversize_wherever_it_comes(tmp_path: Path, kind: str) -> None:
+    bad = misbehaving_bot(tmp_path / kind, kind)
+    opponent = Manifest.load(sample_bots_dir() / "random")
+    with BotPool([bad, opponent], tmp_path / "logs", launcher=Launcher.for_level("none")) as pool:
+        result = pool.play(0, 1, seed=1, time_control=TC, game_id="g")
+    assert result.loser == 0 and result.termination is Termination.OVERSIZE, result.detail
 
 
 def test_a_missing_command_is_a_start_failure(tmp_path: Path) -> None:

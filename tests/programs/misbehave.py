@@ -427,6 +427,9 @@ def main() -> None:
         link.send({"type": "hello", "name": "x"})
     elif KIND == "wrong_protocol":
         link.send({"type": "hello", "name": "future", "version": "9", "protocol": 2})
+    elif KIND == "huge_hello":  # a hello of 2 MiB
+        link.send_raw(b'{"type": "hello", "name": "big", "version": "1", "protocol": 1, "x-pad": "'
+                      + b"p" * (2 * MIB) + b'"}')
     elif KIND == "move_first":
         link.send({"type": "move", "seq": 1, "move": {"action": "advance"}})
     else:
