@@ -57,12 +57,14 @@ def _deep_tree(top: Path, depth: int = DEPTH) -> Path:
 
 
 # ------------------------------------------------------------------ the referee
-def test_deeply_nested_message_with_an_escape_is_malformed_not_a_referee_crash() -> None:
-    # The C parser nests deeper than the recursive surrogate clean-up could walk.
-    text = ('{"type": "move", "seq": 1, "move": {"action": "advance"}, "x-a": '
-            + "[" * 700 + '"\\u0041"' + "]" * 700 + "}")
-    with pytest.raises(MalformedMessageError, match="nested too deeply"):
-        decode(text)
+def test_deeply_nested_message_with_an_escape_is_not_a_referee_crash() -> None:
+    # The C parser nests deeper than the recursive surrogate clean-up could walk (it was
+    # malformed, "nested too deeply"); the clean-up is on the text now, and such an x- field
+    # is just ignored, as any other.
+    for escape in ("\\u0041", "\\ud800"):
+        text = ('{"type": "move", "seq": 1, "move": {"action": "advance"}, "x-a": '
+                + "[" * 700 + f'"{escape}"' + "]" * 700 + "}")
+        assert decode(text)["move"] == {"action": "advance"}
 
 
 def test_explaining_a_huge_cells_array_takes_no_time() -> None:
@@ -82,7 +84,7 @@ def test_cells_nested_deeper_than_the_validators_can_walk_are_malformed_not_a_re
         decode(text % ("[" * 500 + "]" * 500))
 
 
-@pytest.mark.parametrize(("kind", "reason"), [("deep_nesting", "malformed"), ("deep_cells", "malformed"),
+@pytest.mark.parametrize(("kind", "reason"), [("deep_nesting", None), ("deep_cells", "malformed"),
                                               ("huge_cells", "schema"), ("big_int", "protocol"),
                                               ("huge_number", None), ("many_keys", None),
                                               ("escapes", None), ("nul", "schema")])

@@ -47,7 +47,7 @@ from arena.errors import (
 )
 from arena.protocol.constants import MAX_MESSAGE_BYTES, SUPPORTED_PROTOCOLS
 from arena.resources import protocol_schemas_dir
-from arena.untrusted import clean_strings, may_hold_surrogates
+from arena.untrusted import clean_json_escapes
 
 Sender = Literal["bot", "referee"]
 
@@ -142,7 +142,9 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     if not text.strip():
         raise MalformedMessageError("not JSON: an empty message")
     try:
-        msg = _DECODER.decode(text)
+        # "\ud800" is valid JSON but not Unicode text: it could not be encoded again (the
+        # game_over message, a record, the database). Replaced here, at the edge.
+        msg = _DECODER.decode(clean_json_escapes(text))
     except json.JSONDecodeError as exc:
         where = ("the text ends too early (truncated?)" if exc.pos >= len(text.rstrip())
                  else f"line {exc.lineno} column {exc.colno}")
@@ -161,10 +163,6 @@ def decode(raw: bytes | str, *, sender: Sender = "bot",
     # validators (fastjsonschema's uniqueItems recurses into every item) overflow the stack
     # on an array nested 500 deep where the schema looks into it (cells).
     try:
-        if may_hold_surrogates(text):
-            # "\ud800" is valid JSON but not Unicode text: it could not be encoded again (the
-            # game_over message, a record, the database). Replace it here, at the edge.
-            msg = clean_strings(msg)
         return _check(msg, sender)
     except RecursionError:
         raise MalformedMessageError(f"nested too deeply to check: {_quote(text)}") from None

@@ -703,13 +703,13 @@ def _decode_verdict(text: str) -> tuple[str, Any]:
 def _slow_verdict(text: str) -> tuple[str, Any]:
     """What decode said before it tried orjson first: the stdlib parser and the schemas."""
     try:
-        msg = codec._DECODER.decode(text)
+        msg = codec._DECODER.decode(codec.clean_json_escapes(text))
     except ValueError:
         return _decode_verdict(text)  # a parse error: decode must say what it always said
     if type(msg) is not dict:
         return _decode_verdict(text)
     try:
-        return "ok", codec._check(codec.clean_strings(msg), "bot")
+        return "ok", codec._check(msg, "bot")
     except ProtocolError as exc:
         return type(exc).__name__, str(exc)
 
