@@ -493,6 +493,15 @@ def test_remove_tree_run_by_a_plain_user_removes_its_read_only_folders() -> None
 
     top = Path(tempfile.mkdtemp(prefix="arena-test-ro-"))
     os.chown(top, 65534, 65534)
+    # The checkout may be unreadable to nobody (a fresh clone in a 0700 folder): the two
+    # modules the script needs go to a folder nobody can read.
+    package = Path(tempfile.mkdtemp(prefix="arena-test-pkg-"))
+    package.chmod(0o755)
+    (package / "arena").mkdir(mode=0o755)
+    (package / "arena" / "__init__.py").write_text("")
+    for module in ("errors.py", "untrusted.py"):
+        shutil.copy(Path(__file__).resolve().parents[1] / "arena" / module, package / "arena" / module)
+        (package / "arena" / module).chmod(0o644)
     script = ("import os, sys\nfrom pathlib import Path\nfrom arena.untrusted import remove_tree\n"
               "top = Path(sys.argv[1])\n(top / 'mod' / 'm@v1').mkdir(parents=True)\n"
               "(top / 'mod' / 'm@v1' / 'go.mod').write_text('module m')\n"
@@ -501,10 +510,10 @@ def test_remove_tree_run_by_a_plain_user_removes_its_read_only_folders() -> None
     try:
         run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
                               "-c", script, str(top)], capture_output=True, text=True, timeout=60,
-                             cwd=Path(__file__).resolve().parents[1])
+                             cwd=package, env={**os.environ, "PYTHONPATH": str(package)})
         assert run.stdout.strip() == "False", run.stdout + run.stderr
     finally:
-        subprocess.run(["rm", "-rf", str(top)], check=False)
+        subprocess.run(["rm", "-rf", str(top), str(package)], check=False)
 
 
 def test_a_copy_counts_a_folders_entries_as_it_lists_them(tmp_path: Path) -> None:

@@ -278,8 +278,14 @@ class BotProcess:
     def settle_log(self, timeout_s: float = LOG_SETTLE_S) -> None:
         """Once the bot has exited, wait (at most ``timeout_s``, once) for its stderr to reach
         its log: the drain thread may still be copying what the bot wrote just before it
-        died, and a log tail read meanwhile missed it. Nothing to wait for while it runs."""
-        if self._log_settled or self._drain is None or self.poll() is None:
+        died, and a log tail read meanwhile missed it. While it runs, what it wrote reaches the
+        log within the drain's pause after a short read: wait that long (a failure's hint only)."""
+        if self._drain is None:
+            return
+        if self.poll() is None:
+            time.sleep(3 * _DRAIN_PAUSE_S)
+            return
+        if self._log_settled:
             return
         self._log_settled = True
         self._drain.join(timeout_s)
