@@ -11,8 +11,11 @@ that are missing.
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -115,10 +118,11 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
             on_progress(progress, None)
 
         def store_one(spec: GameSpec, result: GameResult) -> None:
-            store.store_game(spec, result.record, result.duration_s)
-            _update(progress, spec.index, spec.seat0, spec.seat1, result.record["result"])
-            if on_progress is not None:
-                on_progress(progress, spec)
+            with _ctrl_c_after():  # a game stored is a game counted (the interrupted line said 7 of 8)
+                store.store_game(spec, result.record, result.duration_s)
+                _update(progress, spec.index, spec.seat0, spec.seat1, result.record["result"])
+                if on_progress is not None:
+                    on_progress(progress, spec)
 
         interrupted = False
         if already < total:
@@ -133,6 +137,23 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
                 runner.close()
     return RunSummary(total, already, progress.played_now, progress.failures,
                       interrupted, build_errors, time.monotonic() - started, progress.ratings.table())
+
+
+@contextmanager
+def _ctrl_c_after() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that arrives in the block until its end, then raise it: storing a
+    game and counting it are one step. Only in the main thread (elsewhere, nothing to hold)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _update(progress: Progress, idx: int, seat0: str, seat1: str, result: dict[str, Any]) -> None:
