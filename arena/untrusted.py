@@ -14,7 +14,6 @@ the files of its folder, the output of its build) is hostile until it has passed
 - :func:`csv_cell` escapes a CSV cell's control characters like :func:`for_terminal` and
   keeps a spreadsheet from reading it as a formula;
 - :func:`inside` builds a path from a name and refuses one that leaves its folder;
-- :func:`refuse_symlinks` refuses a bot folder holding symbolic links;
 - :func:`copy_folder` copies a bot folder without ever following a link, even one swapped
   in while it copies (submit's copy, strict's private build copy).
 """
@@ -314,19 +313,6 @@ def symlinks_in(folder: Path) -> list[Path]:
     return sorted(found)
 
 
-def refuse_symlinks(folder: Path, label: Path | str | None = None) -> None:
-    """Raise ConfigError if the bot folder ``folder`` holds a symbolic link (the message
-    names ``label``, default the folder): copied or packed by the harness (as root), a
-    link could point it at any file of the machine."""
-    links = symlinks_in(folder)
-    if links:
-        listed = ", ".join(shown(str(p.relative_to(folder)), 60) for p in links[:3])
-        more = f" and {len(links) - 3} more" if len(links) > 3 else ""
-        raise ConfigError(f"{label or folder}: a bot folder must not hold symbolic links (copy the "
-                          f"files in instead); found {listed}{more}")
-
-
-
 COPY_MAX_DEPTH = 256  # folder levels a copied bot folder may have
 FOLDER_MAX_BYTES = 1 << 30  # the files of a bot folder, apparent sizes (a sparse file counts whole)
 FOLDER_MAX_FILES = 100_000  # files, folders and links of a bot folder
@@ -482,4 +468,4 @@ def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any,
 __all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "FOLDER_MAX_BYTES", "FOLDER_MAX_FILES", "NAME_MAX",
            "NAME_RULE", "cap", "check_name", "clean_json_escapes", "copy_folder", "csv_cell", "csv_frame",
            "file_name", "for_terminal", "inside", "is_argument", "is_valid_name",
-           "refuse_symlinks", "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk", "walk_at"]
+           "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk", "walk_at"]
