@@ -15,6 +15,7 @@ A bot's name is checked by :func:`arena.untrusted.is_valid_name` (the schema's
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -164,10 +165,20 @@ def _explain(error: ValidationError, table: str) -> list[str]:
         return [problem(_join(key, name), expected(props.get(name, {}), table), MISSING)
                 for name in schema["required"] if isinstance(value, Mapping) and name not in value]
     if error.validator == "additionalProperties":
-        known = ", ".join(schema.get("properties", {}))
-        return [problem(_join(key, name), f"one of the keys ({known})", "an unknown key")
-                for name in value if name not in schema.get("properties", {})]
+        properties = list(schema.get("properties", {}))
+        known = ", ".join(properties)
+        return [problem(_join(key, name), f"one of the keys ({known})",
+                        "an unknown key" + _meant(name, properties))
+                for name in value if name not in properties]
     return [problem(key, expected(schema, table), got(value, table))]
+
+
+def _meant(name: Any, keys: list[str]) -> str:
+    """" (did you mean 'protocol'?)" for a key spelt like a known one ('protocl'), else ""."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name.lower(), keys, 1, 0.7)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def expected(schema: Mapping[str, Any], table: str = "table") -> str:

@@ -318,6 +318,17 @@ def test_every_manifest_problem_at_once(tmp_path: Path) -> None:
                     "description), got an unknown key"):
         assert problem in out, out
     assert "5 problem(s)" in out and "got None" not in out, out
+    assert "did you mean" not in out, out  # 'language' is like none of the keys
+
+
+def test_a_misspelt_manifest_key_gets_its_spelling(tmp_path: Path) -> None:
+    folder = tmp_path / "typo"
+    folder.mkdir()
+    (folder / "bot.toml").write_text('name = "typo"\ncommand = "./bot"\nprotocl = "stdio"\nBuild = "make"\n')
+    code, out = check_bot(folder)
+    assert code == 1
+    assert "key 'protocl': expected one of the keys" in out and "(did you mean 'protocol'?)" in out, out
+    assert "key 'Build'" in out and "(did you mean 'build'?)" in out, out
 
 
 def test_build_failure_shows_its_error_line(tmp_path: Path) -> None:
