@@ -44,6 +44,13 @@ class ArenaGroup(click.Group):
         unwind_on_termination()  # SIGTERM / SIGHUP close the bots on the way out (arena/signals.py)
         try:
             return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            if not _stdout_closed():
+                raise click.ClickException(one_line(exc)) from None
+            # `arena replay ... | head`: the reader has gone; stop quietly, as a program killed by
+            # SIGPIPE does (status 141), and never flush into the closed pipe again at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(128 + 13) from None
         except (ArenaError, OSError) as exc:  # OSError: a path we could not read or write
             raise click.ClickException(one_line(exc)) from None
         except click.ClickException as exc:
@@ -51,6 +58,18 @@ class ArenaGroup(click.Group):
         except KeyboardInterrupt:  # Ctrl-C: the shell's status for it (click says "Aborted!", 1)
             click.echo("\ninterrupted", err=True)
             raise SystemExit(130) from None
+
+
+def _stdout_closed() -> bool:
+    """Our stdout is a pipe whose reader has gone (poll says POLLERR)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 def terminal_safe(error: click.ClickException) -> click.ClickException:

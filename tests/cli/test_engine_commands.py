@@ -205,3 +205,18 @@ def test_usage_errors_and_file_names_are_escaped(tmp_path: Path) -> None:
         assert "Error: " in proc.stderr and "\\x1b]0;PWNED\\x07" in proc.stderr, proc.stderr
         shown = proc.stdout + proc.stderr
         assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown, shown
+
+
+def test_replay_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
+    """`arena replay --step FILE | head -1`: once head has gone, replay stops as a Unix tool
+    killed by SIGPIPE does (status 141), without "Error: Broken pipe" or a traceback."""
+    out = tmp_path / "games.jsonl"
+    assert run_cli("random-games", "1", "--out", str(out)).returncode == 0
+    code = "import sys; from arena.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "replay", str(out), "--step"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert "1 record(s) valid" in proc.stdout.readline().decode()
+    proc.stdout.close()  # what head does after its line: the rest (~20 KiB) meets a closed pipe
+    assert proc.wait(60) == 141
+    assert proc.stderr.read() == b""
