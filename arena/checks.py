@@ -24,7 +24,7 @@ from arena.launch.process import STDERR_CAP_BYTES, log_was_cut
 from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
 from arena.tournament.series import InProcess, Lineup, run_series
-from arena.untrusted import copy_folder, for_terminal, inside, remove_tree, shown
+from arena.untrusted import copy_folder, file_name, for_terminal, inside, remove_tree, shown
 
 SLOW_START_S = 2.0
 
@@ -140,6 +140,9 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         report.lines.append(f"bot log: {report.log}")
         if 0 in pool.build_errors:
             report.problems.append(pool.build_errors[0])
+            # the bot never ran: what there is to read is its build's output
+            report.log = inside(logs, f"{file_name(labels[0])}.build.log")
+            report.lines[-1] = f"build log: {report.log}"
             return report
         if manifest.build:
             report.lines.append("build: ok")

@@ -341,6 +341,11 @@ def test_build_failure_shows_its_error_line(tmp_path: Path) -> None:
     code, out = check_bot(folder)
     assert code == 1
     assert "bot.c:3:5: error: unknown type name uint" in out and "context line 29" in out, out
+    # The bot never ran: the log named is its build's, and it exists (a newcomer was pointed
+    # at a bot log that was never written).
+    kept = re.search(r"the bot's log is kept: (\S+)", out)
+    assert kept and kept[1].endswith("badbuild.build.log") and Path(kept[1]).is_file(), out
+    assert f"build log: {kept[1]}" in out and "bot log:" not in out, out
 
 
 def test_timeout_says_limit_bank_and_time(tmp_path: Path) -> None:
