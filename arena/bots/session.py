@@ -8,6 +8,7 @@ and the next :meth:`BotHandle.ensure_started` starts a fresh process.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -42,6 +43,7 @@ RECYCLE_CPU_SHARE = 0.5
 # before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
 # bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
 FROZEN_UNREAD_BYTES = 32 << 10
+MISSING_SCAN = 1000  # entries of a bot's folder looked at for a hint naming its programs
 LOG_TAIL_LINES = 20  # of a bot's stderr log, shown with a start failure or a crash
 _LOG_TAIL_BYTES = 64 << 10  # read from the end of the log to find them
 _LOG_LINE_CHARS = 300
@@ -381,14 +383,21 @@ class BotHandle:
                 if word.startswith("/") and not sandbox.shows(word, folder=folder):
                     return (f"under the sandbox only the bot's own folder is visible, not {word}: "
                             "use a path inside it")
+                if ".." in word and not _within(Path(os.path.normpath(folder / word)), folder):
+                    return (f"under the sandbox only the bot's own folder is visible, and {word} is "
+                            "outside it: copy what the bot needs into its folder and use a path inside it")
         if "/" not in words[0]:
             return self._script_hint(words, folder)
         found = _read_head(folder, words[0])
         if found is None:
-            return ""
+            return self._missing_hint(words[0], folder)
         info, head = found
         first_line = head.split(b"\n", 1)[0]
-        if head.startswith(b"#!") and first_line.endswith(b"\r"):
+        crlf = head.startswith(b"#!") and first_line.endswith(b"\r")
+        if crlf and not info.st_mode & 0o111:  # Permission denied comes first: both need fixing
+            return (f"{words[0]} is not executable and has Windows (CRLF) line endings: chmod +x it, "
+                    f"and convert it ({_crlf_fix(words[0])})")
+        if crlf:
             return (f"{words[0]} has Windows (CRLF) line endings, so its #! line ends in a carriage "
                     f"return: convert it ({_crlf_fix(words[0])})")
         if not info.st_mode & 0o111:
@@ -403,6 +412,30 @@ class BotHandle:
                 for line in [str(error), *self.log_tail(5)])):
             return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
         return ""
+
+    def _missing_hint(self, word: str, folder: Path) -> str:
+        """The hint when the program ``word`` names (with a '/') is not in the bot's folder:
+        after a build, the build must make it; the folder's programs are named (at most
+        three, from its first MISSING_SCAN entries: a folder may be huge)."""
+        path = Path(os.path.normpath(folder / word))
+        if not _within(path, folder) or os.path.lexists(path):
+            return ""
+        programs: list[str] = []
+        try:
+            with os.scandir(path.parent) as entries:
+                for entry in itertools.islice(entries, MISSING_SCAN):
+                    if entry.is_file(follow_symlinks=False) and entry.stat().st_mode & 0o111:
+                        programs.append(entry.name)
+        except OSError:
+            pass
+        where = "in the bot's folder" if path.parent == folder else f"in {path.parent.relative_to(folder)}"
+        text = f"{word} is not {where}"
+        if self.manifest.build:
+            text += " after its build: 'command' must name the program the build makes"
+        if programs:
+            shown_programs = ", ".join(json.dumps(name) for name in sorted(programs)[:3])
+            text += f" (programs there: {shown_programs}{', ...' if len(programs) > 3 else ''})"
+        return text
 
     def _script_hint(self, words: tuple[str, ...], folder: Path) -> str:
         """For a command running a script through its interpreter (``["bash", "bot.sh"]``):

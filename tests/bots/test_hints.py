@@ -215,6 +215,11 @@ PROGRAM_CASES = {  # the program the command runs, and what the hint says
     "CRLF": (b"#!/usr/bin/env python3\n", 0o755, b"\r\n",
              "./stdio_bot.py has Windows (CRLF) line endings, so its #! line ends in a carriage return: "
              "convert it (sed -i 's/\\r$//' ./stdio_bot.py, or dos2unix ./stdio_bot.py)"),
+    # Permission denied is what the user sees: the CRLF hint alone sent a newcomer back a second time
+    "CRLF, not executable": (b"#!/usr/bin/env python3\n", 0o644, b"\r\n",
+                             "./stdio_bot.py is not executable and has Windows (CRLF) line endings: chmod "
+                             "+x it, and convert it (sed -i 's/\\r$//' ./stdio_bot.py, or dos2unix "
+                             "./stdio_bot.py)"),
 }
 
 
@@ -246,6 +251,26 @@ def test_a_program_that_cannot_run_in_the_sandbox(tmp_path: Path) -> None:
             "inside it") in out, out
     code, out = check_bot(folder)  # without the sandbox it runs
     assert code == 0, out
+    # The same through a relative path: the usual newcomer form
+    sibling = newcomer(tmp_path, "stdio_bot.py", command=["python", "../elsewhere/stdio-bot/stdio_bot.py"],
+                       name="sibling")
+    code, out = check_bot(sibling, "--sandbox", "strict")
+    assert code == 1 and ("hint: under the sandbox only the bot's own folder is visible, and "
+                          "../elsewhere/stdio-bot/stdio_bot.py is outside it") in out, out
+
+
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=needs_strict)])
+def test_a_command_naming_what_the_build_did_not_make(tmp_path: Path, sandbox: str) -> None:
+    """build makes ./cbot, command runs ./bot: the hint says so and names the programs there."""
+    folder = tmp_path / "misnamed"
+    folder.mkdir()
+    folder.chmod(0o755)
+    (folder / "bot.c").write_text("int main(void) { return 0; }\n")
+    write_bot(folder, "misnamed", ["./bot"], protocol="stdio", build="gcc -o cbot bot.c")
+    code, out = check_bot(folder, "--sandbox", sandbox)
+    assert code == 1 and "build: ok" in out, out
+    assert ("hint: ./bot is not in the bot's folder after its build: 'command' must name the program the "
+            'build makes (programs there: "cbot")') in out, out
 
 
 @pytest.mark.parametrize("interpreter", ["bash", "perl"])
