@@ -384,12 +384,14 @@ TRACE_CHARS = 160  # a traced message longer than this is shortened
 
 class _TraceHandler(logging.Handler):
     """Prints the wire log (arena.wire: ``name >> line`` from a bot, ``name << line`` to it)
-    on stderr, one line each, shortened and made safe for a terminal."""
+    on stderr, one line each, shortened (with the message's size: a C bot reading lines into
+    a fixed buffer needs to see how long they get) and made safe for a terminal."""
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
         if len(text) > TRACE_CHARS:
-            text = text[:TRACE_CHARS - 3] + "..."
+            size = getattr(record, "size", None)
+            text = text[:TRACE_CHARS - 3] + "..." + (f" ({size:,} bytes)" if size is not None else "")
         click.echo(for_terminal(text, newlines=False), err=True)
 
 

@@ -28,6 +28,7 @@ from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLaunch
 from arena.launch.process import BotProcess
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
+from arena.protocol.constants import MAX_MESSAGE_BYTES
 from arena.untrusted import file_name, inside
 
 log = logging.getLogger("arena.wire")
@@ -43,6 +44,10 @@ RECYCLE_CPU_SHARE = 0.5
 # before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
 # bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
 FROZEN_UNREAD_BYTES = 32 << 10
+# A bot killed by one of these right after a message longer than LONG_LINE_BYTES is told
+# that lines can be long (a C bot reading into char line[4096]).
+_MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
+LONG_LINE_BYTES = 4096
 MISSING_SCAN = 1000  # entries of a bot's folder looked at for a hint naming its programs
 LOG_TAIL_LINES = 20  # of a bot's stderr log, shown with a start failure or a crash
 _LOG_TAIL_BYTES = 64 << 10  # read from the end of the log to find them
@@ -345,6 +350,9 @@ class BotHandle:
         if exited_0 and self.hello:
             return ("it exited by itself: a bot must play many games, one after another, until "
                     "the referee sends shutdown")
+        crash = self._crash_hint(error) if isinstance(error, BotTerminatedError) else ""
+        if crash:
+            return crash
         bad_text = (self.session.bad_text if self.session is not None else "").strip()
         if isinstance(error, MalformedMessageError) and stdio and bad_text:
             if bad_text[0] not in "{[":
@@ -354,6 +362,28 @@ class BotHandle:
                 return ("one message per line: write each message as one line of JSON (no "
                         "pretty-printing, no newlines inside a message)")
         return self._setpriv_note().strip(" ()") if starting else ""
+
+    def _crash_hint(self, error: BotTerminatedError) -> str:
+        """For a bot that died: writing into its folder under the sandbox (read-only there), a
+        fixed-size line buffer overrun by a long message (it died by a signal right after one),
+        or, under the sandbox with nothing in its log, what the sandbox changes; else ""."""
+        tail = self.log_tail()
+        if any("Read-only file system" in line for line in tail):
+            return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
+                    "private temporary folder), never next to the bot")
+        text = str(error)
+        if not any(f"({name})" in text for name in _MEMORY_SIGNALS):
+            return ""
+        sent = self.session.last_sent if self.session is not None else 0
+        if sent > LONG_LINE_BYTES:
+            return (f"it died right after a message of {sent:,} bytes: messages can be up to "
+                    f"{MAX_MESSAGE_BYTES >> 20} MiB on one line (a move_request with its legal moves is "
+                    "often tens of KB): read each line whole, not into a fixed-size buffer")
+        if not tail and isinstance(self.launcher, BubblewrapLauncher):
+            return ("its log is empty; if it runs under --sandbox none, look at what strict changes: "
+                    "the bot's folder is read-only (write files in $TMPDIR: a file opened for writing "
+                    "next to the bot is NULL in C), and it sees only its own folder and the system's")
+        return ""
 
     def _setpriv_note(self) -> str:
         """After a start hint under the sandbox whose log quotes setpriv: what setpriv is (the

@@ -43,6 +43,7 @@ class BotSession:
         self.unread = 0  # bytes sent since the bot last answered the latest request
         self.last_decode_ns = 0  # referee time spent decoding the last message
         self.last_bytes = 0  # the size of the last message (characters of its JSON text)
+        self.last_sent = 0  # the size of the last message sent to the bot (characters, no newline)
         self.bad_text = ""  # the start of the last message that was not JSON (for hints)
 
     @property
@@ -90,8 +91,9 @@ class BotSession:
         """Send an already encoded message (the referee encodes a request before the bot's
         clock starts)."""
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s << %s", self.name, text[:500])
+            log.debug("%s << %s", self.name, text[:500], extra={"size": len(text.encode(errors="replace"))})
         self.unread += len(text) + 1
+        self.last_sent = len(text)
         self.channel.send(text)
 
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
@@ -100,7 +102,7 @@ class BotSession:
         if text is None:
             return None
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s >> %s", self.name, text[:500])
+            log.debug("%s >> %s", self.name, text[:500], extra={"size": len(text.encode(errors="replace"))})
         self.last_bytes = len(text)
         t0 = time.perf_counter_ns()
         try:

@@ -273,6 +273,41 @@ def test_a_command_naming_what_the_build_did_not_make(tmp_path: Path, sandbox: s
             'build makes (programs there: "cbot")') in out, out
 
 
+def c_newcomer(tmp_path: Path, *args: str) -> Path:
+    """tests/programs/newcomer/fixed_buffer.c, built by its bot.toml and run with ``args``."""
+    folder = tmp_path / "fixed-buffer"
+    folder.mkdir()
+    folder.chmod(0o755)
+    shutil.copy(NEWCOMER / "fixed_buffer.c", folder)
+    write_bot(folder, "fixed-buffer", ["./bot", *args], protocol="stdio",
+              build="gcc -O2 -o bot fixed_buffer.c")
+    return folder
+
+
+def test_a_crash_right_after_a_long_message_is_told_lines_can_be_long(tmp_path: Path) -> None:
+    """A C bot reading lines into char line[4096] dies on a move_request with its legal moves."""
+    code, out = check_bot(c_newcomer(tmp_path), "--games", "1")
+    assert code == 1 and "crash: bot fixed-buffer: killed by signal 11 (SIGSEGV)" in out, out
+    said = re.search(r"hint: it died right after a message of (\d{1,3}(?:,\d{3})*) bytes: messages can be up "
+                     r"to 1 MiB on one line .* read each line whole, not into a fixed-size buffer", out)
+    assert said and int(said[1].replace(",", "")) > 4096, out
+
+
+@needs_strict
+def test_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Path) -> None:
+    """Both pass under --sandbox none; under strict the folder is read-only."""
+    python = newcomer(tmp_path, "writes_beside.py")
+    assert check_bot(python)[0] == 0
+    code, out = check_bot(python, "--sandbox", "strict")
+    assert code == 1 and "Read-only file system" in out, out
+    assert "hint: under --sandbox strict the bot's folder is read-only: write files in $TMPDIR" in out, out
+    c_bot = c_newcomer(tmp_path, "beside")  # fopen gives NULL, fprintf crashes: nothing in its log
+    code, out = check_bot(c_bot, "--sandbox", "strict", "--games", "1")
+    assert code == 1 and "killed by signal 11 (SIGSEGV)" in out and "is empty" in out, out
+    assert ("hint: its log is empty; if it runs under --sandbox none, look at what strict changes: the bot's "
+            "folder is read-only (write files in $TMPDIR") in out, out
+
+
 @pytest.mark.parametrize("interpreter", ["bash", "perl"])
 def test_a_crlf_script_run_by_its_interpreter(tmp_path: Path, interpreter: str) -> None:
     """command = ["bash", "bot.sh"] with Windows line endings: bash fails on "$'in\\r'" and
@@ -491,6 +526,9 @@ def test_trace_prints_every_message_both_ways(tmp_path: Path, command: str) -> N
     assert any(line.startswith("stdio-bot << ") and "move_request" in line for line in lines)
     assert any(line.startswith("stdio-bot >> ") and '"move"' in line for line in lines)
     assert all(len(line) <= 200 for line in lines if " << " in line or " >> " in line)
+    # a shortened line says how long the message was (a fixed-size line buffer in a C bot)
+    requests = [line for line in lines if line.startswith("stdio-bot << ") and "move_request" in line]
+    assert all(re.search(r"\.\.\. \(\d{1,3}(,\d{3})* bytes\)$", line) for line in requests), requests[:2]
 
 
 @pytest.mark.parametrize("kind", ["loop", "fifo"])
