@@ -7,6 +7,7 @@ templates (:mod:`arena.report.render`), and write ``report/`` with ``index.html`
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,8 +21,10 @@ from arena.referee import DEFAULT_TIME_CONTROL
 from arena.report import plots, stats
 from arena.report.render import render
 from arena.report.replay_html import replay_html
-from arena.report.sections import SECTIONS, ReportData
+from arena.report.sections import SECTIONS, Part, ReportData, Section
 from arena.untrusted import csv_frame, file_name, inside
+
+log = logging.getLogger(__name__)
 
 GAME_COLUMNS = ("idx", "game_id", "pair", "seed", "seat0", "seat1", "score0", "score1", "winner",
                 "winner_name", "loser", "reason", "detail", "moves", "duration_s", "started_at",
@@ -150,6 +153,14 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
     else:
         status = "complete"
 
+    _check_report_folder(out)
+    report = ReportData(games, data.moves, data.config, data.names, data.time_control,
+                        scheduled=data.scheduled, sample=sample, replicates=replicates, seed=seed)
+    failed: dict[str, str] = {}  # section id -> why it is left out
+    # Bot names are plot labels: never let matplotlib parse "$...$" in them as mathtext.
+    with plots.plain_text():
+        parts = {s.id: _compute(s, report, failed) for s in SECTIONS}
+    # Everything is computed before the last report's files go: a failure leaves that one whole.
     try:
         out.mkdir(parents=True, exist_ok=True)
         for sub, pattern in OWN_OUTPUTS:
@@ -158,13 +169,7 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
                 old.unlink()
     except OSError as exc:
         raise ConfigError(f"{out}: cannot write the report there ({exc.strerror})") from None
-
-    report = ReportData(games, data.moves, data.config, data.names, data.time_control,
-                        scheduled=data.scheduled, sample=sample, replicates=replicates, seed=seed)
-    # Bot names are plot labels: never let matplotlib parse "$...$" in them as mathtext.
-    with plots.plain_text():
-        parts = {s.id: s.compute(report) for s in SECTIONS}
-    notes = list(data.notes) + [note for part in parts.values() for note in part.notes]
+    notes = [*data.notes, *failed.values(), *(note for part in parts.values() for note in part.notes)]
     figures: dict[str, Figure] = {}
     csv_files: list[tuple[str, str]] = []
     for part in parts.values():
@@ -199,9 +204,41 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
                   folder=str(results), generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
                   status=status, stored=stored, scheduled=data.scheduled, config=data.config,
                   colors=report.colors, notes=notes, figures=figures, replay_links=replay_links,
-                  csv_files=csv_files)
+                  csv_files=csv_files, failed=failed)
     index.write_text(page, encoding="utf-8")
     return ReportSummary(out, index, status, stored, data.scheduled, len(replay_links), notes)
+
+
+GENERATOR = "patchwork-arena report"  # index.html's <meta name="generator">: a folder holding our report
+
+
+def _check_report_folder(out: Path) -> None:
+    """Refuse to write into a folder that holds files but no report of ours: writing clears
+    ``csv/*.csv``, ``plots/*.png`` and ``replays/*.html`` (the last report's), which would
+    delete a user's own files there (``--out ~/data``)."""
+    try:
+        if not out.exists() or not any(out.iterdir()):
+            return
+        index = (out / "index.html").read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        index = ""
+    # Reports written before the generator tag had this title.
+    if f'<meta name="generator" content="{GENERATOR}">' in index or "<title>Tournament report: " in index:
+        return
+    raise ConfigError(f"{out}: holds files but no report: a report goes into a new or empty folder, or "
+                      "over an earlier report (whose csv/, plots/ and replays/ files it replaces)")
+
+
+def _compute(section: Section, report: ReportData, failed: dict[str, str]) -> Part:
+    """A section's part; when its computation fails (a bug, or data no one foresaw), an empty
+    part and a note: one section must not take the whole report away."""
+    try:
+        return section.compute(report)
+    except Exception as exc:  # noqa: BLE001 - the note says what failed; the rest of the report stands
+        log.debug("report section %s failed", section.id, exc_info=True)  # for --debug, not a traceback
+        failed[section.id] = (f"the section {section.title!r} could not be computed ({type(exc).__name__}: "
+                              f"{str(exc)[:200]}) and is left out")
+        return Part()
 
 
 @dataclass(frozen=True)

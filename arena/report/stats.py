@@ -45,6 +45,9 @@ ENDING_CATEGORY = {
 }
 """How the report groups the record's ``reason`` values."""
 
+ROW_BOT = "row bot"
+"""The first column of a bot-by-bot matrix (likelihood of superiority, wins): the other columns
+are named after the bots, and no bot name holds a space (a bot named "name" clashed)."""
 FAILURE_CATEGORIES = ("timeout", "crash", "illegal move", "protocol error", "start failure", "interrupted")
 ALWAYS_SHOWN_FAILURES = ("timeout", "crash", "illegal move", "protocol error")
 """Failure columns the endings table always has (the others only when they occurred)."""
@@ -240,7 +243,7 @@ def bradley_terry(games: pd.DataFrame, names: Iterable[str] = (), *, replicates:
     diff_sd[groups[:, None] != groups[None, :]] = np.nan
     los_values = _superiority(diff, diff_sd)[np.ix_(order, order)]
     np.fill_diagonal(los_values, np.nan)
-    los = pd.DataFrame(los_values, index=pd.Index(ranked, name="name"), columns=ranked)
+    los = pd.DataFrame(los_values, index=pd.Index(ranked, name=ROW_BOT), columns=ranked)
     sample_frame = pd.DataFrame(samples, columns=bots)[ranked]
     return BradleyTerry(table, los, sample_frame, prior, replicates, notes)
 
@@ -325,7 +328,7 @@ def head_to_head(games: pd.DataFrame, names: Iterable[str] = ()) -> pd.DataFrame
 def win_matrix(h2h: pd.DataFrame, names: Sequence[str], value: str = "wins") -> pd.DataFrame:
     """A square matrix from :func:`head_to_head`: ``matrix.loc[row, col]`` is ``value`` of row
     against col (NaN where they did not meet and on the diagonal)."""
-    matrix = pd.DataFrame(np.nan, index=pd.Index(list(names), name="name"), columns=list(names))
+    matrix = pd.DataFrame(np.nan, index=pd.Index(list(names), name=ROW_BOT), columns=list(names))
     for row in h2h.itertuples(index=False):
         if row.name in matrix.index and row.opponent in matrix.columns:
             matrix.loc[row.name, row.opponent] = getattr(row, value)

@@ -159,7 +159,7 @@ def test_head_to_head_matches_the_database(tournament: Path, report: Path) -> No
         assert int(row["games"]) == played[pair] == 2
         assert int(row["wins"]) == wins[pair], pair
         assert int(row["losses"]) == wins[pair[::-1]], pair
-    matrix = {row["name"]: row for row in read_csv(report / "csv" / "head_to_head_wins.csv")}
+    matrix = {row["row bot"]: row for row in read_csv(report / "csv" / "head_to_head_wins.csv")}
     for (a, b), count in played.items():
         assert float(matrix[a][b]) == wins[(a, b)]
         assert count == 2
@@ -239,7 +239,7 @@ def test_ratings_section_tells_a_real_gap_from_noise(report: Path) -> None:
     for row in bt.values():
         assert float(row["elo_low"]) < float(row["elo"]) < float(row["elo_high"])
     assert sum(float(row["elo"]) for row in bt.values()) == pytest.approx(0, abs=1e-6)
-    los = pd.read_csv(report / "csv" / "likelihood_of_superiority.csv").set_index("name")
+    los = pd.read_csv(report / "csv" / "likelihood_of_superiority.csv").set_index("row bot")
     assert los.loc["greedy", "crashy"] > 0.95
     values = los.to_numpy(float)
     off = ~np.eye(len(values), dtype=bool)
@@ -322,6 +322,61 @@ def test_tournament_without_games_lists_its_entrants(tmp_path: Path) -> None:
     assert "No games stored yet</b> (0 of 24 scheduled)" in text
     assert all(name in text for name in MISBEHAVING)
     assert read_csv(config.out / "report" / "csv" / "entrants.csv")[0]["name"] in MISBEHAVING
+
+
+def test_bots_named_like_report_columns_get_their_report(tmp_path: Path) -> None:
+    """Red team: an entrant named "name" made `arena report` fail with a traceback (the matrices'
+    first column was "name" too), after it had deleted the last report's files."""
+    bots = [misbehaving_bot(tmp_path / "bots" / name, "recorder", str(tmp_path / f"{name}.log"),
+                            name=name).folder for name in ("name", "rank", "elo")]
+    out = tmp_path / "results"
+    proc = arena("run-tournament", *[a for bot in bots for a in ("--bots", str(bot))], "--games", "2",
+                 "--sandbox", "none", "--concurrency", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = arena("report", str(out), "--bootstrap", "20")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    for table in ("likelihood_of_superiority", "head_to_head_wins"):
+        header = (out / "report" / "csv" / f"{table}.csv").read_text().splitlines()[0].split(",")
+        assert header[0] == "row bot" and sorted(header[1:]) == ["elo", "name", "rank"], header
+    rows = {row["row bot"]: row for row in read_csv(out / "report" / "csv" / "head_to_head_wins.csv")}
+    assert set(rows) == {"name", "rank", "elo"} and rows["name"]["name"] == ""  # no games against itself
+
+
+def test_a_failing_section_leaves_the_rest_of_the_report(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A section whose computation fails (a bug, data no one foresaw) is left out with a note;
+    the report is written, and without a traceback."""
+    from arena.report import build, sections
+
+    def broken(data: object) -> sections.Part:
+        raise ValueError("cannot insert name, already exists")
+
+    failing = sections.Section("broken", "Broken", broken, SECTIONS[1].template)
+    monkeypatch.setattr(build, "SECTIONS", [*SECTIONS[:1], failing])
+    folder = tmp_path / "results"
+    folder.mkdir()
+    summary = build.write_report(folder)
+    assert any("the section 'Broken' could not be computed (ValueError: cannot insert name" in note
+               for note in summary.notes), summary.notes
+    page = summary.index.read_text()
+    assert '<section id="broken"><h2>Broken</h2>' in page and "could not be computed" in page
+    assert f'<section id="{SECTIONS[0].id}"><h2>' in page
+
+
+def test_report_never_clears_a_folder_that_holds_no_report(tmp_path: Path) -> None:
+    """`arena report RESULTS --out ~/data` cleared data/csv/*.csv and its other own file kinds."""
+    results = tmp_path / "results"
+    results.mkdir()
+    mine = tmp_path / "data"
+    (mine / "csv").mkdir(parents=True)
+    (mine / "csv" / "budget.csv").write_text("a,b\n")
+    result = CliRunner().invoke(main, ["report", str(results), "--out", str(mine)])
+    assert result.exit_code == 1 and "holds files but no report" in result.stderr, result.output
+    assert (mine / "csv" / "budget.csv").read_text() == "a,b\n"
+    fresh = tmp_path / "fresh"
+    for _ in range(2):  # a new folder, then over its own report
+        result = CliRunner().invoke(main, ["report", str(results), "--out", str(fresh)])
+        assert result.exit_code == 0, result.output
 
 
 @pytest.mark.slow

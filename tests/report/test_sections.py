@@ -115,7 +115,7 @@ def test_a_new_section_is_one_function_and_one_template() -> None:
     parts = {s.id: s.compute(report).context for s in SECTIONS}
     page = render("page.html", sections=SECTIONS, parts=parts, title="t", folder="f", generated_at="now",
                   status="complete", stored=4, scheduled=4, config=report.config, colors=report.colors,
-                  notes=[], figures={}, replay_links={}, csv_files=[])
+                  notes=[], figures={}, replay_links={}, csv_files=[], failed={})
     assert '<a href="#longest">Longest game</a>' in page
     assert '<section id="longest"><h2>Longest game</h2>' in page
     assert '<p id="longest">g3: 2 moves</p>' in page  # the last of the longest, in schedule order
