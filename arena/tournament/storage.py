@@ -159,7 +159,9 @@ class ResultStore:
             if not new:  # check on a read-only connection, which never writes (no checkpoint on close)
                 probe = self._connect(readonly=True)
                 try:
-                    self._check_schema(probe)
+                    new = create and self._never_begun(probe)
+                    if not new:
+                        self._check_schema(probe)
                 finally:
                     probe.close()
             conn = self._connect(self.readonly)
@@ -225,6 +227,17 @@ class ResultStore:
                                    timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         return sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                check_same_thread=False)
+
+    def _never_begun(self, conn: sqlite3.Connection) -> bool:
+        """A database that holds nothing at all (no table, view or index, version 0) in a folder
+        whose games.jsonl is empty: what a run killed between switching a new database to WAL
+        and creating its tables leaves (kill -9 at start). It is made a new one: there is
+        nothing in it to lose, and the same command then resumes as promised."""
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            return False
+        if conn.execute("PRAGMA user_version").fetchone()[0]:
+            return False
+        return not (self.jsonl_path.is_file() and self.jsonl_path.stat().st_size)
 
     def _check_schema(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]

@@ -149,6 +149,33 @@ def test_kill_between_commit_and_append_is_repaired(config: TournamentConfig,
         assert store.repair_jsonl() is False
 
 
+def test_a_run_killed_before_its_tables_were_made_resumes(config: TournamentConfig,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team: kill -9 right after a new database was switched to WAL, before its tables were
+    made (3 of 20 kills 0-9 ms after tournament.db appeared), left a folder every later run
+    refused as "not a patchwork-arena results database (an SQLite database without tables)"."""
+    def killed(self: sqlite3.Connection, script: str) -> None:
+        raise KeyboardInterrupt
+
+    real_connect = sqlite3.connect
+
+    class Connection(sqlite3.Connection):
+        executescript = killed  # type: ignore[assignment]
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real_connect(*a, **k, factory=Connection))
+    with pytest.raises(KeyboardInterrupt):
+        ResultStore(config.out, create=True)
+    monkeypatch.undo()
+    with sqlite3.connect(config.out / "tournament.db") as conn:  # what the kill left: a database, no tables
+        assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)
+    bots = config.out.parent.parent / "bots"
+    proc = arena("run-tournament", "--bots", str(bots), "--games", "2", "--sandbox", "none",
+                 "--concurrency", "1", "--out", str(config.out))
+    assert proc.returncode == 0, proc.stderr
+    with ResultStore(config.out) as store:
+        assert store.game_count() == 6
+
+
 def test_partial_last_line_is_repaired(config: TournamentConfig) -> None:
     specs = schedule(config.plan)
     with ResultStore(config.out, create=True) as store:
