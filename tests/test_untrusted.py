@@ -69,6 +69,18 @@ def test_tournament_stores_hostile_text_and_every_command_shows_it_safely(tmp_pa
     with (out / "report" / "csv" / "abnormal_games.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 4 and all("\ufffd" in row["detail"] for row in rows)
+    # The HTML shows them written out too (a right-to-left override turned text around in the page)
+    pages = [out / "report" / "index.html", *(out / "report" / "replays").glob("*.html")]
+    assert len(pages) > 1
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert not [ch for ch in text if not ch.isprintable() and ch not in "\n\t"], page.name
+        if page.parent.name == "replays":  # nor in the data the viewer decodes and shows
+            data = json.loads(text.split('id="game-data">', 1)[1].split("</script>", 1)[0])
+            decoded = json.dumps(data, ensure_ascii=False)
+            assert all(ch.isprintable() or ch in "\n\t" for ch in decoded), page.name
+    index = pages[0].read_text(encoding="utf-8")
+    assert "\\x1b]0;pwned title\\x07" in index and "\\u202eevil" in index
 
 
 @pytest.mark.slow

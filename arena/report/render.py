@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from arena.resources import package_path
+from arena.untrusted import for_terminal
 
 MISSING = "–"
 """How a missing number is shown."""
@@ -73,6 +74,29 @@ def png_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def visible(value: Any) -> Any:
+    """Bot text as the page shows it: control characters, bidi overrides and other invisible
+    format characters written out (``\\u202e``) as the terminal and the CSV files show them
+    (:func:`arena.untrusted.for_terminal`): a right-to-left override in a bot's error message
+    turned "not" around in the report. Every ``{{ }}`` goes through it; Markup (our own
+    CSS, scripts, images) is left alone."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return for_terminal(value)
+    return value
+
+
+def visible_data(data: Any) -> Any:
+    """:func:`visible` for every string in JSON-like ``data`` (what a page's script shows with
+    textContent: the replay viewer's data)."""
+    if isinstance(data, str):
+        return for_terminal(data)
+    if isinstance(data, dict):
+        return {visible_data(k): visible_data(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [visible_data(v) for v in data]
+    return data
+
+
 @cache
 def environment() -> Environment:
     """The one Jinja2 environment of the report: package templates, autoescape on, undefined
@@ -80,7 +104,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("arena.report", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      keep_trailing_newline=True)
+                      keep_trailing_newline=True, finalize=visible)
     env.filters.update(num=num, signed=signed, pct=pct, text=text, json_script=json_script, png_uri=png_uri)
     env.tests["missing"] = _missing
     env.globals.update(asset=asset)
@@ -93,4 +117,4 @@ def render(template: str, **context: Any) -> str:
 
 
 __all__ = ["MISSING", "asset", "environment", "json_script", "num", "pct", "png_uri", "render", "signed",
-           "text"]
+           "text", "visible", "visible_data"]

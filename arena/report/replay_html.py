@@ -19,7 +19,7 @@ from typing import Any
 
 from arena.engine import GameState
 from arena.records import replay
-from arena.report.render import render
+from arena.report.render import render, visible_data
 
 VIEWER_VERSION = 1
 
@@ -64,7 +64,7 @@ def replay_html(record: dict[str, Any], states: list[GameState] | None = None, *
                 back_link: str | None = None) -> str:
     """The viewer page for one record (see :func:`replay_data`). ``back_link`` adds a link
     (e.g. to the report's index.html) at the top."""
-    data = replay_data(record, states)
+    data = visible_data(replay_data(record, states))  # the viewer sets it as text: bidi overrides act
     players = data["players"]
     title = f"{players[0]} vs {players[1]}" + (f" — {data['game_id']}" if data.get("game_id") else "")
     return render("replay.html", title=title, back_link=back_link, data=data)
