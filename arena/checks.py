@@ -19,6 +19,7 @@ from arena.bots.session import START_TIMEOUT_S, BotHandle
 from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotTerminatedError
+from arena.launch import scratch as scratch_folders
 from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.launch.process import STDERR_CAP_BYTES, log_was_cut
 from arena.referee import GameResult, Termination, failure_detail, termination_for
@@ -270,7 +271,6 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     bot folders one level down, so a tournament over ``entrants/`` never picks it up) and
     the new copy takes its place. The copy is complete before the old one moves.
     """
-    import tempfile
     from datetime import UTC, datetime
 
     refused = links_refused(bot)  # before anything in the folder is read
@@ -285,6 +285,11 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
              "replace it (the old version is kept)")
     if target.exists() and not replace:
         return Submission(ConformanceReport(problems=[taken]))
+    alike = _named_alike(entrants, manifest.name)
+    if alike is not None:
+        return Submission(ConformanceReport(problems=[
+            f"an entrant named {alike!r} already exists ({inside(entrants, alike)}): a name may not "
+            f"differ from another entrant's only in case ({manifest.name!r}); choose another name"]))
     if manifest.folder in entrants.resolve().parents or entrants.resolve() == manifest.folder:
         return Submission(ConformanceReport(problems=[
             f"{shown(str(entrants))}: the entrants folder is inside the bot folder {shown(str(bot))}: "
@@ -293,7 +298,8 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     report = ConformanceReport()
     created = not entrants.exists()
     entrants.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=entrants))
+    scratch_folders.remove_stale(entrants)  # the staging copies of submits killed before they could
+    staging = scratch_folders.make_folder(manifest.name, entrants, hidden=True)
     try:
         try:  # never through a link, even one swapped in meanwhile; modes made plain (0o755 at most)
             copy_folder(bot, staging / "bot", links_inside=False, mode_mask=0o755)
@@ -337,6 +343,19 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
             except OSError:
                 pass
     return Submission(report, target, previous)
+
+
+def _named_alike(entrants: Path, name: str) -> str | None:
+    """The name of an entrant folder in ``entrants`` that is ``name`` in another case, or None:
+    'Greedy' beside 'greedy' reads as the same entrant, and is one on a case-insensitive disk."""
+    try:
+        with os.scandir(entrants) as entries:
+            for entry in entries:
+                if entry.name != name and entry.name.lower() == name.lower() and entry.is_dir():
+                    return entry.name
+    except OSError:
+        pass
+    return None
 
 
 def _as_submitted(report: ConformanceReport, copy: Path, folder: Path) -> ConformanceReport:

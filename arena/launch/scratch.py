@@ -1,6 +1,6 @@
 """Temporary folders the harness makes outside a results folder: each bot's HOME and
 TMPDIR under ``none`` (which a ZeroMQ bridge's socket shares), the private build copies of
-``strict``.
+``strict``; and submit's staging copy inside an entrants folder (hidden: a dot first).
 
 The process that makes one removes it when it is done; a process killed first (kill -9,
 a worker killed by a bot that may signal it) cannot, and its folders stayed in /tmp, one
@@ -24,12 +24,14 @@ LABEL_CHARS = 16
 """Of a label (a bot's name) in a folder's name: a ZeroMQ bridge puts its socket in a bot's
 folder, and a socket path has at most 107 bytes."""
 
-_OWNED = re.compile(r"arena-p(\d+)-")
+_OWNED = re.compile(r"\.?arena-p(\d+)-")
 
 
-def make_folder(label: str) -> Path:
-    """A new private folder (0700) in the temporary folder, owned by this process."""
-    return Path(tempfile.mkdtemp(prefix=f"arena-p{os.getpid()}-{file_name(label, limit=LABEL_CHARS)}-"))
+def make_folder(label: str, parent: Path | None = None, *, hidden: bool = False) -> Path:
+    """A new private folder (0700) in ``parent`` (by default the temporary folder), owned by
+    this process; ``hidden``: its name begins with a dot (what lists bot folders skips it)."""
+    prefix = f"{'.' if hidden else ''}arena-p{os.getpid()}-{file_name(label, limit=LABEL_CHARS)}-"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
 
 
 def remove_stale(parent: Path | None = None) -> int:

@@ -197,6 +197,33 @@ def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) ->
     assert run.returncode == 0, run.stderr
 
 
+def test_submit_refuses_a_name_that_differs_only_in_case_and_sweeps_killed_submits(tmp_path: Path) -> None:
+    """Red team: 'Greedy' was accepted beside 'greedy' (one entrant on a case-insensitive disk,
+    and read as one by people), and a submit killed mid-check left its staging folder for good."""
+    import subprocess
+    import sys
+
+    entrants = tmp_path / "entrants"
+    options = ["--entrants", str(entrants), "--games", "2", "--sandbox", "none"]
+    first = misbehaving_bot(tmp_path / "lower", "recorder", str(tmp_path / "a"), name="greedy", stdio=True)
+    ok = arena("submit", str(first.folder), *options)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a submit killed with its staging copy in place: its pid is dead
+    stale = entrants / f".arena-p{gone.pid}-Greedy-x1y2z3"
+    (stale / "bot").mkdir(parents=True)
+    other = misbehaving_bot(tmp_path / "upper", "recorder", str(tmp_path / "b"), name="Greedy", stdio=True)
+    for extra in ([], ["--replace"]):
+        refused = arena("submit", str(other.folder), *options, *extra)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert "an entrant named 'greedy' already exists" in refused.stderr, refused.stderr
+        assert "may not differ from another entrant's only in case ('Greedy')" in refused.stderr
+    assert sorted(p.name for p in entrants.iterdir()) == [stale.name, "greedy"]  # refused before any copy
+    again = arena("submit", str(first.folder), *options, "--replace")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(p.name for p in entrants.iterdir()) == [".previous", "greedy"]  # the stale copy swept
+
+
 @pytest.mark.slow
 def test_sprt_accepts_greedy_over_random_and_rejects_random_over_greedy(tmp_path: Path) -> None:
     greedy, random_bot = str(sample_bots_dir() / "greedy"), str(sample_bots_dir() / "random")
