@@ -617,12 +617,40 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         click.echo(f"done: {summary.played} games played now, {summary.already_stored} were already "
                    f"stored, {summary.failures} ended abnormally, {summary.seconds:.1f} s")
     table = summary.table  # rated as the games came in, in schedule order: rate() would give the same
-    if table is None:
+    failed = None
+    if table is None or summary.failures:
         with ResultStore(config.out, readonly=True) as store:
-            table = rate(store.games_frame(), config.names)
+            frame = store.games_frame()
+        table = rate(frame, config.names) if table is None else table
+        failed = frame[frame["reason"] != "normal"]
     click.echo(_format_table(table))
+    if failed is not None and len(failed):
+        _echo_failures(failed, config.out)
     if summary.interrupted:
         raise SystemExit(130)
+
+
+FAILURE_GROUPS_SHOWN = 10
+
+
+def _echo_failures(failed, out: Path) -> None:  # type: ignore[no-untyped-def]
+    """The games that ended abnormally, by the bot at fault and the reason, each with the
+    first line of one of its details, and where the rest is (a newcomer's tournament said
+    "4 ended abnormally" and nothing on where to look)."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for row in failed.itertuples(index=False):
+        at_fault = row.seat1 if row.loser == 1 else row.seat0 if row.loser == 0 else "-"
+        rows.setdefault((at_fault, row.reason), []).append(str(row.detail or ""))
+    click.echo(f"abnormal endings ({len(failed)} of the stored games), by the bot at fault:")
+    ordered = sorted(rows.items(), key=lambda item: (-len(item[1]), item[0]))
+    for (bot, reason), details in ordered[:FAILURE_GROUPS_SHOWN]:
+        first = details[0].split("\n", 1)[0]
+        first = first if len(first) <= 160 else first[:157] + "..."
+        click.echo(for_terminal(f"  {bot}: {reason} x{len(details)}, e.g. {first}", newlines=False))
+    if len(ordered) > FAILURE_GROUPS_SHOWN:
+        click.echo(f"  ... and {len(ordered) - FAILURE_GROUPS_SHOWN} more kinds")
+    click.echo(f"every detail: arena report {shell_word(out)} (report/csv/abnormal_games.csv); the bots' "
+               f"logs: {shell_word(out / 'logs')}")
 
 
 class ProgressDisplay:

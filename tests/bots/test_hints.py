@@ -293,6 +293,19 @@ def test_a_crash_right_after_a_long_message_is_told_lines_can_be_long(tmp_path: 
     assert said and int(said[1].replace(",", "")) > 4096, out
 
 
+def test_a_tournament_says_which_bot_failed_how_and_where_the_details_are(tmp_path: Path) -> None:
+    """A newcomer's tournament said "4 ended abnormally", and nothing of why or where to look."""
+    out = tmp_path / "out"
+    bots = ["--bots", str(c_newcomer(tmp_path)), "--bots", str(sample_bots_dir() / "random")]
+    ran = arena("run-tournament", *bots, "--games", "2", "--sandbox", "none", "--out", str(out), timeout=120)
+    assert ran.returncode == 0 and "2 ended abnormally" in ran.stdout, ran.stdout + ran.stderr
+    lines = ran.stdout.splitlines()
+    at = lines.index("abnormal endings (2 of the stored games), by the bot at fault:")
+    assert lines[at + 1].startswith("  fixed-buffer: crash x2, e.g. bot fixed-buffer: killed by signal 11")
+    assert lines[at + 2] == (f"every detail: arena report {out} (report/csv/abnormal_games.csv); the bots' "
+                             f"logs: {out / 'logs'}")
+
+
 @needs_strict
 def test_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Path) -> None:
     """Both pass under --sandbox none; under strict the folder is read-only."""
