@@ -168,10 +168,12 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         stale = 0
         last_lost_by_fault = False
 
+        played = 0
+
         def judge(spec: GameSpec, result: GameResult) -> None:
-            nonlocal stale, last_lost_by_fault
+            nonlocal stale, last_lost_by_fault, played
             seats = lineup.seats(spec)
-            number = spec.index + 1
+            number = played = spec.index + 1
             moves = result.record["moves"]
             limits = move_limits_ms(tc, [m["player"] for m in moves])
             mine = [(m["time_ms"], limit) for m, limit in zip(moves, limits, strict=True)
@@ -193,8 +195,17 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             if last_lost_by_fault:
                 report.problems.append(f"game {number}: {result.termination.value}: {result.detail}")
 
+        def timed_out_now(spec: GameSpec, result: GameResult) -> bool:
+            """Stop at the bot's first timeout: each of the others would cost the whole
+            first-move limit and bank again (a bot reading stdin to its end made a check of
+            4 games last 61 s, to print the same hint four times)."""
+            return result.termination is Termination.TIMEOUT and last_lost_by_fault
+
         # Both seats on each seed (0, 0, 1, 1, ...), the bot in seat 0 first, as `arena play` plays.
-        run_series(match_schedule(labels[0], labels[1], games, 0, "check"), executor, judge)
+        if run_series(match_schedule(labels[0], labels[1], games, 0, "check"), executor, judge,
+                      stop=timed_out_now):
+            report.lines.append(f"stopped after game {played} of {games}: the bot timed out, and each other "
+                                "game would wait for it as long again; fix that first")
         exits = pool.handles[0].exited_on_its_own
         if exits:
             report.problems.append(

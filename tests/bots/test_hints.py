@@ -520,6 +520,8 @@ def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str | None
                          r"referee gave up after \d+ ms - hint: " + re.escape(hint), out), out
     assert "0 moves, then its move 1 timed out" in out, out
     assert "slowest first move: timed out (limit 200 ms)" in out, out
+    # one timeout is enough to say it: the other games would each wait as long (61 s for 4 games)
+    assert "stopped after game 1 of 2: the bot timed out" in out and "game 2 (" not in out, out
 
 
 def test_a_bot_stopping_its_process_group_is_told_it_was_stopped(tmp_path: Path) -> None:
