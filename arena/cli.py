@@ -374,8 +374,8 @@ def _launcher(level: str, pondering: bool = False, *, announce: bool = True) -> 
     launcher = Launcher.for_level(level)
     if announce:
         lines = launcher.check(pondering=pondering)
-        if lines:
-            click.echo(f"sandbox {launcher.level}: " + "; ".join(lines))
+        if lines:  # one item a line: on one line it was 600 characters
+            click.echo(f"sandbox {launcher.level}:\n" + "\n".join(f"  {line}" for line in lines))
     return launcher
 
 
