@@ -46,6 +46,7 @@ RECYCLE_CPU_SHARE = 0.5
 FROZEN_UNREAD_BYTES = 32 << 10
 # A bot killed by one of these right after a message longer than LONG_LINE_BYTES is told
 # that lines can be long (a C bot reading into char line[4096]).
+_NEW_GAME = '{"type":"new_game"'  # how every new_game the referee sends begins (encode_trusted)
 _MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 LONG_LINE_BYTES = 4096
 MISSING_SCAN = 1000  # entries of a bot's folder looked at for a hint naming its programs
@@ -135,6 +136,7 @@ class BotHandle:
         self._silent_starts = 0  # starts in a row without a hello (see MAX_SILENT_STARTS)
         self._no_hello = False  # the last start ended without a hello (see hint)
         self.exited_on_its_own: list[str] = []  # how it exited, each time it left between games
+        self._moved_this_game = True  # it has answered a move_request since its last new_game (a hint's)
         self._log_start = 0  # where the latest run's lines begin in stderr_log
 
     def next_seq(self) -> int:
@@ -251,11 +253,14 @@ class BotHandle:
         self.send_text(encode_trusted(message))
 
     def send_text(self, text: str) -> None:
-        """Send an already encoded message (the referee encodes once, measures the cost).
+        """Send an already encoded message (the referee encodes once, measures the cost: the
+        move requests, sent this way only).
 
         Sends to a frozen bot wait in its pipe or socket; a frozen bot with too much
         unread input is thawed first, so that a send never waits on it."""
         assert self.session is not None
+        if text.startswith(_NEW_GAME):  # the referee's own encoding: "type" comes first
+            self._moved_this_game = False
         unread = self.session.unread + len(text) + 1
         if unread > FROZEN_UNREAD_BYTES and self.frozen:
             log.info("bot %s: thawed to read %d bytes of unread messages", self.name, unread)
@@ -265,7 +270,10 @@ class BotHandle:
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
         """The next message, decoded and schema-checked, or None on timeout."""
         assert self.session is not None
-        return self.session.receive(timeout_s)
+        message = self.session.receive(timeout_s)
+        if message is not None and message["type"] == "move":
+            self._moved_this_game = True
+        return message
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
@@ -372,9 +380,13 @@ class BotHandle:
             return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
                     "private temporary folder), never next to the bot")
         text = str(error)
-        if not any(f"({name})" in text for name in _MEMORY_SIGNALS):
-            return ""
+        memory = any(f"({name})" in text for name in _MEMORY_SIGNALS)
         sent = self.session.last_sent if self.session is not None else 0
+        if self.hello and not self._moved_this_game and not (memory and sent > LONG_LINE_BYTES):
+            return ("it died before its first move of this game: on this game's new_game or first "
+                    "move_request, or still on the game_over of the game before (its log says which)")
+        if not memory:
+            return ""
         if sent > LONG_LINE_BYTES:
             return (f"it died right after a message of {sent:,} bytes: messages can be up to "
                     f"{MAX_MESSAGE_BYTES >> 20} MiB on one line (a move_request with its legal moves is "

@@ -293,6 +293,15 @@ def test_a_crash_right_after_a_long_message_is_told_lines_can_be_long(tmp_path: 
     assert said and int(said[1].replace(",", "")) > 4096, out
 
 
+def test_a_crash_on_game_over_is_told_it_came_before_the_next_game_s_first_move(tmp_path: Path) -> None:
+    """A newcomer's bot died handling game 1's game_over; the loss was game 2's, with 0 moves."""
+    code, out = check_bot(newcomer(tmp_path, "game_over_error.py"))
+    assert code == 1 and "game 2: crash: bot game-over-error: exit code 1" in out, out
+    assert ("hint: it died before its first move of this game: on this game's new_game or first "
+            "move_request, or still on the game_over of the game before (its log says which)") in out, out
+    assert "KeyError: 'my_score'" in out, out
+
+
 def test_a_tournament_says_which_bot_failed_how_and_where_the_details_are(tmp_path: Path) -> None:
     """A newcomer's tournament said "4 ended abnormally", and nothing of why or where to look."""
     out = tmp_path / "out"
