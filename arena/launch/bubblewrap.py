@@ -72,7 +72,8 @@ _ETC_GENERATED = ("passwd", "group", "nsswitch.conf", "hosts")
 BOT_ACCOUNT = "arena-bot"  # the name getpwuid() gives the bot's uid inside the sandbox
 _PROBE_TIMEOUT_S = 30
 _NO_ADDRESS_SPACE_LIMIT = 1 << 62  # RLIMIT_AS in effect unlimited (ResourceLimits wants a positive number)
-_PROC_HIDDEN = ("/proc/keys", "/proc/key-users")  # /dev/null bound over them in the sandbox
+_PROC_HIDDEN = ("/proc/keys", "/proc/key-users",  # /dev/null bound over them in the sandbox
+                "/proc/1/cmdline", "/proc/cmdline", "/proc/config.gz")
 
 
 @dataclass(frozen=True)

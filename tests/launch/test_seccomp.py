@@ -124,14 +124,15 @@ def thread():
 
 
 seccomp_mode = [l.split()[1] for l in open("/proc/self/status") if l.startswith("Seccomp:")]
-def read_keys():
+def read_keys(path="/proc/keys"):
     try:
-        return open("/proc/keys").read()
+        return open(path, "rb").read().decode(errors="replace")
     except OSError as exc:
         return exc.errno
 
 
 keys = read_keys()
+hidden = {path: read_keys(path) for path in ("/proc/1/cmdline", "/proc/cmdline", "/proc/config.gz")}
 denied = {
     "keyctl": call(250, 0, -4, 0),
     "add_key": call(248, b"user", b"probe", b"x", 1, -4),
@@ -175,8 +176,8 @@ allowed = {
     # F_SETLK with a struct flock of zeros: F_RDLCK of the whole file
     "fcntl_lock": on_fd("/tmp/probe-lock", 72, 6, bytes(32), flags=os.O_RDWR | os.O_CREAT),
 }
-print(json.dumps({"seccomp": seccomp_mode, "keys": keys, "denied": denied, "allowed": allowed,
-                  "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd"))}))
+print(json.dumps({"seccomp": seccomp_mode, "keys": keys, "hidden": hidden, "denied": denied,
+                  "allowed": allowed, "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd"))}))
 '''
 
 EXPECTED_DENIED = {
@@ -234,6 +235,9 @@ def test_denied_calls_fail_with_the_expected_errno(tmp_path: Path) -> None:
     assert report["seccomp"] == ["2"]
     assert report["denied"] == EXPECTED_DENIED
     assert report["keys"] == errno.EACCES  # /dev/null (on a nodev bind) over /proc/keys
+    # and over what told a red team the host's paths (bwrap's command line, in pid 1's) and kernel
+    assert report["hidden"] == {path: errno.EACCES if Path(path).exists() else errno.ENOENT
+                                for path in ("/proc/1/cmdline", "/proc/cmdline", "/proc/config.gz")}
     assert report["fds"] == [0, 1, 2, 3]  # 3: listdir's own; the filter's memfd did not leak
 
 
