@@ -44,9 +44,9 @@ RECYCLE_CPU_SHARE = 0.5
 # before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
 # bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
 FROZEN_UNREAD_BYTES = 32 << 10
+_NEW_GAME = '{"type":"new_game"'  # how every new_game the referee sends begins (encode_trusted)
 # A bot killed by one of these right after a message longer than LONG_LINE_BYTES is told
 # that lines can be long (a C bot reading into char line[4096]).
-_NEW_GAME = '{"type":"new_game"'  # how every new_game the referee sends begins (encode_trusted)
 _MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 LONG_LINE_BYTES = 4096
 MISSING_SCAN = 1000  # entries of a bot's folder looked at for a hint naming its programs
