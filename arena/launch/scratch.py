@@ -24,7 +24,8 @@ LABEL_CHARS = 16
 """Of a label (a bot's name) in a folder's name: a ZeroMQ bridge puts its socket in a bot's
 folder, and a socket path has at most 107 bytes."""
 
-_OWNED = re.compile(r"\.?arena-p(\d+)-")
+_OWNED = re.compile(r"arena-p(\d+)-")
+_OWNED_HIDDEN = re.compile(r"\.arena-p(\d+)-")  # in a folder of bot folders: never a bot's name
 
 
 def make_folder(label: str, parent: Path | None = None, *, hidden: bool = False) -> Path:
@@ -34,9 +35,12 @@ def make_folder(label: str, parent: Path | None = None, *, hidden: bool = False)
     return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
 
 
-def remove_stale(parent: Path | None = None) -> int:
+def remove_stale(parent: Path | None = None, *, hidden: bool = False) -> int:
     """Remove the folders of :func:`make_folder` (in ``parent``, by default the temporary
-    folder) whose owner process is gone and that belong to our uid; returns how many."""
+    folder) whose owner process is gone and that belong to our uid; returns how many.
+    ``hidden``: only those made hidden (in an entrants folder, where ``arena-p1-x`` may be
+    a bot's name: a red team's entrant of that name was swept away)."""
+    owned = _OWNED_HIDDEN if hidden else _OWNED
     parent = Path(parent or tempfile.gettempdir())
     removed = 0
     try:
@@ -45,7 +49,7 @@ def remove_stale(parent: Path | None = None) -> int:
         return 0
     with entries:  # read as it goes: a /tmp of 1.5 million names took 355 MB as a list
         for entry in entries:
-            owner = _OWNED.match(entry.name)
+            owner = owned.match(entry.name)
             if owner is None or _alive(int(owner.group(1))):
                 continue
             try:

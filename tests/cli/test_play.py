@@ -210,6 +210,10 @@ def test_submit_refuses_a_name_that_differs_only_in_case_and_sweeps_killed_submi
     assert ok.returncode == 0, ok.stdout + ok.stderr
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a submit killed with its staging copy in place: its pid is dead
+    # an entrant may be named like a staging folder (red team: the sweep removed it)
+    lookalike = misbehaving_bot(tmp_path / "look", "recorder", str(tmp_path / "c"),
+                                name=f"arena-p{gone.pid}-x", stdio=True)
+    assert arena("submit", str(lookalike.folder), *options).returncode == 0
     stale = entrants / f".arena-p{gone.pid}-Greedy-x1y2z3"
     (stale / "bot").mkdir(parents=True)
     other = misbehaving_bot(tmp_path / "upper", "recorder", str(tmp_path / "b"), name="Greedy", stdio=True)
@@ -218,10 +222,11 @@ def test_submit_refuses_a_name_that_differs_only_in_case_and_sweeps_killed_submi
         assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
         assert "an entrant named 'greedy' already exists" in refused.stderr, refused.stderr
         assert "may not differ from another entrant's only in case ('Greedy')" in refused.stderr
-    assert sorted(p.name for p in entrants.iterdir()) == [stale.name, "greedy"]  # refused before any copy
+    assert sorted(p.name for p in entrants.iterdir()) == [stale.name, lookalike.name, "greedy"]
     again = arena("submit", str(first.folder), *options, "--replace")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert sorted(p.name for p in entrants.iterdir()) == [".previous", "greedy"]  # the stale copy swept
+    # the stale copy is swept, the entrant named like one stays
+    assert sorted(p.name for p in entrants.iterdir()) == [".previous", lookalike.name, "greedy"]
 
 
 @pytest.mark.slow
