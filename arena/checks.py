@@ -292,8 +292,9 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     except ArenaError as exc:
         return Submission(ConformanceReport(problems=[str(exc)]))
     target = inside(entrants, manifest.name)  # the name rule already keeps it a plain name
-    taken = (f"an entrant named {manifest.name!r} already exists ({target}): pass --replace to "
-             "replace it (the old version is kept)")
+    taken = (f"an entrant named {manifest.name!r} already exists ({target}): if this is a new "
+             "version of that bot, pass --replace (the old version is kept); if it is another bot, "
+             "give it another name in its bot.toml")
     if target.exists() and not replace:
         return Submission(ConformanceReport(problems=[taken]))
     alike = _named_alike(entrants, manifest.name)
@@ -309,7 +310,7 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
     report = ConformanceReport()
     created = not entrants.exists()
     entrants.mkdir(parents=True, exist_ok=True)
-    scratch_folders.remove_stale(entrants)  # the staging copies of submits killed before they could
+    scratch_folders.remove_stale(entrants, hidden=True)  # staging copies of submits killed before they could
     staging = scratch_folders.make_folder(manifest.name, entrants, hidden=True)
     try:
         try:  # never through a link, even one swapped in meanwhile; modes made plain (0o755 at most)
