@@ -294,6 +294,8 @@ class BotHandle:
     def hint(self, error: BaseException) -> str:
         """What to change for the common newcomer mistake behind ``error`` (a failure of this
         bot), or "" when it is not one of them (issue 15's list)."""
+        if self.broken is not None:  # its build failed: the build's output says why (no program yet)
+            return ""
         words = self.manifest.command
         if isinstance(error, (BotStartError, BotTerminatedError)) and words and (
                 words[0] in _SHELL_BUILTINS or any(w in _SHELL_OPERATORS for w in words)):

@@ -338,3 +338,6 @@ def test_play_and_a_tournament_print_a_failed_build_on_lines_of_their_own(tmp_pa
         assert lines[at].endswith("from its output:"), lines
         assert lines[at + 1:at + 3] == ["  bot.c:9:3: error: expected ; before }", "  ctx2"], lines
     assert "(its games are recorded as losses)" in ran.stderr
+    # the build's output says why: no hint about the program it never made (it was inserted
+    # into the stored reason, between the build's first line and its output)
+    assert "hint:" not in ran.stdout + ran.stderr and "hint:" not in played.stdout + played.stderr
