@@ -377,13 +377,17 @@ class BotHandle:
         """For a bot that died: writing into its folder under the sandbox (read-only there), a
         fixed-size line buffer overrun by a long message (it died by a signal right after one),
         or, under the sandbox with nothing in its log, what the sandbox changes; else ""."""
+        if self.is_running():  # it gave up (sent error) rather than died
+            return ""
         tail = self.log_tail()
-        if any("Read-only file system" in line for line in tail):
+        strict = isinstance(self.launcher, BubblewrapLauncher)
+        if strict and any("Read-only file system" in line for line in tail):
             return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
                     "private temporary folder), never next to the bot")
         text = str(error)
         memory = any(f"({name})" in text for name in _MEMORY_SIGNALS)
-        sent = self.session.last_sent if self.session is not None else 0
+        # lines: stdio only (a ZeroMQ bot's messages are frames)
+        sent = self.session.last_sent if self.session is not None and self.manifest.protocol == "stdio" else 0
         if self.hello and not self._moved_this_game and not (memory and sent > LONG_LINE_BYTES):
             return ("it died before its first move of this game: on this game's new_game or first "
                     "move_request, or still on the game_over of the game before (its log says which)")
@@ -393,7 +397,7 @@ class BotHandle:
             return (f"it died right after a message of {sent:,} bytes: messages can be up to "
                     f"{MAX_MESSAGE_BYTES >> 20} MiB on one line (a move_request with its legal moves is "
                     "often tens of KB): read each line whole, not into a fixed-size buffer")
-        if not tail and isinstance(self.launcher, BubblewrapLauncher):
+        if not tail and strict:
             return ("its log is empty; if it runs under --sandbox none, look at what strict changes: "
                     "the bot's folder is read-only (write files in $TMPDIR: a file opened for writing "
                     "next to the bot is NULL in C), and it sees only its own folder and the system's")
@@ -465,7 +469,9 @@ class BotHandle:
         if not _within(path, folder) or os.path.lexists(path):
             return ""
         programs: list[str] = []
-        try:
+        try:  # the folder listed must be the bot's own, whatever links lead there (lib -> /usr/sbin)
+            if not _within(Path(os.path.realpath(path.parent)), folder):
+                raise NotADirectoryError
             with os.scandir(path.parent) as entries:
                 for entry in itertools.islice(entries, MISSING_SCAN):
                     if entry.is_file(follow_symlinks=False) and entry.stat().st_mode & 0o111:

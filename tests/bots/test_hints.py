@@ -302,6 +302,28 @@ def test_a_crash_on_game_over_is_told_it_came_before_the_next_game_s_first_move(
     assert "KeyError: 'my_score'" in out, out
 
 
+def test_crash_hints_keep_to_what_they_know(tmp_path: Path) -> None:
+    """Red team: a bot that gives up (an error message) was told it "died before its first
+    move"; a link in the bot's folder made the missing-program hint list a host folder."""
+    quitter = tmp_path / "quitter"
+    quitter.mkdir()
+    (quitter / "bot.py").write_text(
+        "import json, sys\n"
+        "print(json.dumps({'type': 'hello', 'name': 'q', 'version': '1', 'protocol': 1}), flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    if json.loads(line)['type'] == 'move_request':\n"
+        "        print(json.dumps({'type': 'error', 'message': 'I resign'}), flush=True)\n")
+    write_bot(quitter, "quitter", ["python", "bot.py"], protocol="stdio")
+    code, out = check_bot(quitter, "--games", "1")
+    assert code == 1 and "crash: quitter gave up: I resign" in out and "hint:" not in out, out
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "lib").symlink_to("/usr/bin")
+    write_bot(linked, "linked", ["lib/nothere"], protocol="stdio")
+    code, out = check_bot(linked, "--games", "1")
+    assert code == 1 and "hint: lib/nothere is not in lib" in out and "programs there" not in out, out
+
+
 def test_a_tournament_says_which_bot_failed_how_and_where_the_details_are(tmp_path: Path) -> None:
     """A newcomer's tournament said "4 ended abnormally", and nothing of why or where to look."""
     out = tmp_path / "out"
