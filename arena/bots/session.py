@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import os
+import platform
 import re
 import shlex
 import stat
@@ -44,6 +45,10 @@ RECYCLE_CPU_SHARE = 0.5
 # before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
 # bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
 FROZEN_UNREAD_BYTES = 32 << 10
+# x86_64 system call numbers, as /proc/<pid>/task/<tid>/syscall shows them (for a hint):
+# read, and the sleeps (nanosleep, clock_nanosleep).
+_SYS_READ = 0 if platform.machine() == "x86_64" else -1
+_SYS_SLEEPS = frozenset({35, 230}) if platform.machine() == "x86_64" else frozenset()
 _NEW_GAME = '{"type":"new_game"'  # how every new_game the referee sends begins (encode_trusted)
 # A bot killed by one of these right after a message longer than LONG_LINE_BYTES is told
 # that lines can be long (a C bot reading into char line[4096]).
@@ -342,6 +347,12 @@ class BotHandle:
             return ("it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its "
                     "process group), so it could not answer: a bot must never stop itself")
         partial = silent and isinstance(self.channel, StdioChannel) and self.channel.partial_line().strip()
+        if silent and isinstance(self.channel, StdioChannel) and self.channel.wrote_since_send() \
+                and len(self.channel.inbox):
+            # its move came in after all, once the time had run out (what the hint looks at later)
+            return ("its reply came after its time ran out: it is too slow for this time control; "
+                    "keep each move within the per-move limit (the request's clocks say it, and "
+                    "what is left in the bank)")
         if partial and "R" not in states:
             return ("it wrote part of a line and no newline after the move_request: end each "
                     "message with a newline and flush stdout after it")
@@ -349,6 +360,14 @@ class BotHandle:
                 and self.channel.wrote_since_send()):
             return ("it wrote only blank lines on stdout after the move_request, and no move: "
                     "write the move as one line of JSON, and nothing else, then flush stdout")
+        if silent and not partial and "R" in states:
+            return ("it was still computing when its time ran out: it is too slow for this time "
+                    "control; keep each move within the per-move limit (the request's clocks say it, "
+                    "and what is left in the bank)")
+        waiting = self._waits() if silent and not partial and "R" not in states else set()
+        if "sleep" in waiting and "input" not in waiting:
+            return ("it was sleeping when its time ran out (not reading its input, not computing): "
+                    "a move must come within the per-move limit, and the bank")
         if silent and not partial and "R" not in states:
             return ("it wrote nothing on stdout after the move_request and was not computing: "
                     f"flush stdout after every message ({_FLUSH_IDIOMS}), and read stdin line by "
@@ -499,6 +518,34 @@ class BotHandle:
             return ""
         return (f"{script} has Windows (CRLF) line endings, and {words[0]} reads the carriage "
                 f"return as part of each line: convert it ({_crlf_fix(script)})")
+
+    def _waits(self) -> set[str]:
+        """What the running bot's threads are blocked in, from /proc (for a hint only):
+        "input" (a read of its stdin), "sleep" (nanosleep, clock_nanosleep), "other"."""
+        found: set[str] = set()
+        if self.process is None:
+            return found
+        for pid in self.process.tree.pids():
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks[:64]:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/syscall", "rb") as handle:
+                        words = handle.read(200).split()
+                except OSError:
+                    continue
+                if not words or not words[0].isdigit():
+                    continue  # "running"
+                number = int(words[0])
+                if number == _SYS_READ and len(words) > 1 and words[1] == b"0x0":
+                    found.add("input")
+                elif number in _SYS_SLEEPS:
+                    found.add("sleep")
+                else:
+                    found.add("other")
+        return found
 
     def _states(self) -> set[str]:
         """The /proc states of the running bot's processes (R: on a CPU or waiting for one, so
