@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import stat
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arena.bots.manifest import MANIFEST, Manifest, ManifestError
+from arena.bots.manifest import MANIFEST, SUBMISSION, Manifest, ManifestError
 from arena.bots.pool import sample_bots_dir, unique_labels
 from arena.bots.session import START_TIMEOUT_S, BotHandle
 from arena.clock import TimeControl, move_limits_ms
@@ -332,6 +333,9 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
                                                submitting=True), staging / "bot", bot)
         if report.problems:
             return Submission(report)
+        submitted = {"submitted_at": datetime.now(UTC).isoformat(timespec="seconds"), "from": str(bot),
+                     "id": os.urandom(8).hex()}
+        (staging / "bot" / SUBMISSION).write_text(json.dumps(submitted) + "\n")  # tells versions apart
         previous = None
         if target.exists() or target.is_symlink():
             if not replace:  # appeared while the check ran

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
+import json
 import os
 import re
 import select
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from arena.launch.launcher import Launcher
 
 MANIFEST = "bot.toml"
+SUBMISSION = ".arena-submission"  # written by `arena submit` into what it installs: when, from where
 KEYS: tuple[str, ...] = tuple(load_schema("manifest")["properties"])
 """The keys of a bot.toml (arena/schemas/manifest.json gives their types)."""
 _PLAIN_TABLE = re.compile(r"[A-Za-z0-9_-]{1,40}", re.ASCII)
@@ -85,6 +88,25 @@ class Manifest:
     protocol: str = "zmq"
     build: str | None = None
     description: str = ""
+
+    def version(self) -> str:
+        """What tells this version of the bot from another, for a tournament that resumes: its
+        command, protocol and build, and the stamp `arena submit` leaves in what it installs
+        (SUBMISSION). Not its files: under ``none`` a build writes into the folder."""
+        stamp = b""
+        try:
+            fd = os.open(self.folder / SUBMISSION, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
+                         | os.O_CLOEXEC)
+        except OSError:
+            pass
+        else:
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    stamp = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+        what = json.dumps([list(self.command), self.protocol, self.build]).encode() + b"\0" + stamp
+        return hashlib.sha256(what).hexdigest()[:16]
 
     @classmethod
     def load(cls, folder: Path | str) -> Manifest:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from arena.bots.manifest import Manifest
 from arena.clock import TimeControl
 from arena.launch.launcher import Launcher
 from arena.referee import GameResult
@@ -97,6 +98,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
     config.out.mkdir(parents=True, exist_ok=True)
     with ResultStore(config.out, create=True) as store:
         store.save_config(config)
+        store.check_versions({e.name: Manifest.load(e.folder).version() for e in config.entrants})
         completed = store.completed_ids()
         total = schedule_size(config.plan)
         already = min(len(completed), total)

@@ -324,6 +324,33 @@ class ResultStore:
                 f"{changes}). Resuming would mix incompatible games: use another --out, or the stored "
                 "settings to resume (only concurrency may change)")
 
+    def check_versions(self, versions: dict[str, str]) -> None:
+        """Store each entrant's version (:meth:`Manifest.version`) the first time; after that,
+        raise ConfigError when one differs: a resumed run would rate two versions of a bot
+        as one (`submit --replace` between a run and its resume went unnoticed). Folders
+        made before versions were stored take the current ones."""
+        rows = self._query("SELECT value FROM tournament WHERE key = 'versions'")
+        stored = json.loads(rows[0][0]) if rows else {}
+        changed = sorted(name for name, version in versions.items()
+                         if name in stored and stored[name] != version)
+        if changed:
+            raise ConfigError(
+                f"{self.folder}: {', '.join(repr(name) for name in changed)} changed since "
+                f"{'its' if len(changed) == 1 else 'their'} games were stored (command, protocol, build "
+                "or submission differ): resuming would rate two versions as one bot. Put the old "
+                "version back (arena submit keeps it in entrants/.previous/), or start afresh with "
+                "another --out")
+        if stored.keys() >= versions.keys():
+            return
+        self._writable()
+        with self._mutex:
+            try:
+                self._conn.execute("INSERT INTO tournament (key, value) VALUES ('versions', ?) "
+                                   "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                   (json.dumps({**versions, **stored}),))
+            except sqlite3.Error as exc:
+                raise ArenaError(f"{self.db_path}: cannot store the entrants' versions: {exc}") from None
+
     def save_config(self, config: TournamentConfig) -> None:
         """Check ``config`` against the stored one (see :meth:`check_config`), then store it
         if none is stored yet, and record the entrants."""

@@ -258,3 +258,27 @@ def test_a_folder_stored_before_long_ids_were_cut_resumes(tmp_path: Path) -> Non
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "done: 1 games played now, 1 were already stored" in resumed.stdout, resumed.stdout
     assert sorted(db_rows(tmp_path / "out", "SELECT idx FROM games")) == [(0,), (1,)]
+
+
+def test_a_resume_refuses_an_entrant_that_changed_version(tmp_path: Path) -> None:
+    """A TA ran `submit --replace` between a run and its resume: the resumed run rated two
+    versions of the bot as one, without a word. A change of its description is no new version."""
+    entrants = tmp_path / "entrants"
+    options = ["--entrants", str(entrants), "--games", "2", "--sandbox", "none"]
+    for name in ("alice", "bob"):
+        bot = misbehaving_bot(tmp_path / "hand-in" / name, "recorder", str(tmp_path / f"{name}.log"),
+                              name=name, stdio=True)
+        assert arena("submit", str(bot.folder), *options).returncode == 0
+    run = ["run-tournament", "--bots", str(entrants), "--games", "2", "--sandbox", "none",
+           "--concurrency", "1", "--out", str(tmp_path / "out")]
+    assert arena(*run).returncode == 0
+    manifest = entrants / "alice" / "bot.toml"
+    manifest.write_text(manifest.read_text() + 'description = "now with comments"\n')
+    again = arena(*run)
+    assert again.returncode == 0, again.stderr
+    replaced = arena("submit", str(tmp_path / "hand-in" / "alice"), *options, "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    refused = arena(*run)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "'alice' changed since its games were stored" in refused.stderr, refused.stderr
+    assert "entrants/.previous/" in refused.stderr
