@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -219,7 +221,13 @@ def _check_report_folder(out: Path) -> None:
     try:
         if not out.exists() or not any(out.iterdir()):
             return
-        index = (out / "index.html").read_text(encoding="utf-8", errors="replace")[:4096]
+        # never blocking on a FIFO, never through a link, a head only
+        fd = os.open(out / "index.html", os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            head = os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        finally:
+            os.close(fd)
+        index = head.decode("utf-8", "replace")
     except OSError:
         index = ""
     # Reports written before the generator tag had this title.

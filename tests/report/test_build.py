@@ -373,6 +373,11 @@ def test_report_never_clears_a_folder_that_holds_no_report(tmp_path: Path) -> No
     result = CliRunner().invoke(main, ["report", str(results), "--out", str(mine)])
     assert result.exit_code == 1 and "holds files but no report" in result.stderr, result.output
     assert (mine / "csv" / "budget.csv").read_text() == "a,b\n"
+    fifo = tmp_path / "fifo"  # a FIFO where index.html would be: read, it hung the command
+    fifo.mkdir()
+    os.mkfifo(fifo / "index.html")
+    result = CliRunner().invoke(main, ["report", str(results), "--out", str(fifo)])
+    assert result.exit_code == 1 and "holds files but no report" in result.stderr, result.output
     fresh = tmp_path / "fresh"
     for _ in range(2):  # a new folder, then over its own report
         result = CliRunner().invoke(main, ["report", str(results), "--out", str(fresh)])
