@@ -625,7 +625,7 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         failed = frame[frame["reason"] != "normal"]
     click.echo(_format_table(table))
     if failed is not None and len(failed):
-        _echo_failures(failed, config.out)
+        _echo_failures(failed, config.out, on_dask=bool(dask_address))
     if summary.interrupted:
         raise SystemExit(130)
 
@@ -633,7 +633,7 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
 FAILURE_GROUPS_SHOWN = 10
 
 
-def _echo_failures(failed, out: Path) -> None:  # type: ignore[no-untyped-def]
+def _echo_failures(failed, out: Path, *, on_dask: bool = False) -> None:  # type: ignore[no-untyped-def]
     """The games that ended abnormally, by the bot at fault and the reason, each with the
     first line of one of its details, and where the rest is (a newcomer's tournament said
     "4 ended abnormally" and nothing on where to look)."""
@@ -649,8 +649,9 @@ def _echo_failures(failed, out: Path) -> None:  # type: ignore[no-untyped-def]
         click.echo(for_terminal(f"  {bot}: {reason} x{len(details)}, e.g. {first}", newlines=False))
     if len(ordered) > FAILURE_GROUPS_SHOWN:
         click.echo(f"  ... and {len(ordered) - FAILURE_GROUPS_SHOWN} more kinds")
+    logs = "on the Dask workers (the details name them)" if on_dask else shell_word(out / "logs")
     click.echo(f"every detail: arena report {shell_word(out)} (report/csv/abnormal_games.csv); the bots' "
-               f"logs: {shell_word(out / 'logs')}")
+               f"logs: {logs}")
 
 
 class ProgressDisplay:

@@ -37,6 +37,7 @@ from arena.tournament.series import Lineup, Played, build_lineup
 from arena.untrusted import check_name, copy_folder, file_name, inside, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
+log = logging.getLogger(__name__)
 
 
 def pack_bot(folder: Path) -> bytes:
@@ -110,6 +111,7 @@ class DaskExecutor:
         except (OSError, TimeoutError, ValueError) as exc:
             raise ArenaError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self._futures: list[Any] = []
+        self._key: tuple[Any, ...] | None = None  # the workers' pools of this tournament (pool_key)
 
     def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
         from distributed import KilledWorker, as_completed
@@ -121,6 +123,7 @@ class DaskExecutor:
                 bundles[label] = (bundle_hash(data), data)
             # One transfer per bot and worker, whatever the number of games; the lineup too
             # (its rules are ~5 KB pickled: too much to send with every game).
+            self._key = pool_key(self.lineup, {label: digest for label, (digest, _) in bundles.items()})
             shipped = self.client.scatter(bundles, broadcast=True, hash=False)
             lineup = self.client.scatter(self.lineup, broadcast=True, hash=False)
             self._futures = [
@@ -140,6 +143,11 @@ class DaskExecutor:
                                                                         CancelledError)):
                 raise ArenaError(f"a game failed on a Dask worker: {type(exc).__name__}: "
                                  f"{str(exc)[:300]}") from None
+            if self.client.status == "running":  # the scheduler is there: the workers went
+                raise ArenaError(f"every Dask worker holding the bots was lost at once (killed, or out of "
+                                 f"memory?), so Dask cancelled the games in flight ({type(exc).__name__}); "
+                                 "the games stored so far are kept: run the same command again to play "
+                                 "the rest") from None
             raise ArenaError(f"lost the Dask scheduler at {self.address} ({type(exc).__name__}); the "
                              "games stored so far are kept: run the same command again to play the "
                              "rest") from None
@@ -147,6 +155,11 @@ class DaskExecutor:
     def close(self) -> None:
         for future in self._futures:
             future.cancel()
+        if self._key is not None and self.client.status == "running":
+            try:  # the workers' bots of this tournament go now, not when the workers exit
+                self.client.run(close_pools, self._key)
+            except Exception as exc:  # noqa: BLE001 - a lost worker's bots went with it
+                log.info("closing the workers' bot pools: %s", exc)
         self.client.close()
 
 
@@ -159,7 +172,8 @@ def _quiet_dask_logs() -> None:
 
 
 # ------------------------------------------------------------------ on the worker
-_local = threading.local()
+_pools: dict[tuple[int, tuple[Any, ...]], tuple[Any, Lineup]] = {}  # (thread, pool_key) -> (pool, lineup)
+_pools_lock = threading.Lock()
 _unpack_lock = threading.Lock()
 
 
@@ -193,11 +207,30 @@ def _unpack(name: str, digest: str, data: bytes) -> Path:
     return target
 
 
+def pool_key(lineup: Lineup, digests: dict[str, str]) -> tuple[Any, ...]:
+    """What a worker's pools of one tournament are known by: its bots' bundles and settings."""
+    return (tuple(sorted(digests.items())), lineup.labels, lineup.launcher.level, lineup.pondering)
+
+
+def close_pools(key: tuple[Any, ...]) -> int:
+    """Run on every worker when a tournament ends (:meth:`DaskExecutor.close`): close its bot
+    pools, in whatever thread they were made. Without it a worker kept every tournament's bots
+    (frozen, or running under none) until the worker exited. Returns how many were closed."""
+    with _pools_lock:
+        mine = [found for found in _pools if found[1] == key]
+        pools = [_pools.pop(found)[0] for found in mine]
+    for pool in pools:
+        atexit.unregister(pool.close)
+        pool.close()
+    return len(pools)
+
+
 def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: GameSpec) -> Played:
     """A Dask task: play one game with this worker thread's bot processes."""
-    key = (tuple(sorted((name, digest) for name, (digest, _) in bundles.items())), lineup.labels,
-           lineup.launcher.level, lineup.pondering)
-    pool_entry = getattr(_local, "pools", {}).get(key)
+    key = pool_key(lineup, {name: digest for name, (digest, _) in bundles.items()})
+    thread_key = (threading.get_ident(), key)
+    with _pools_lock:
+        pool_entry = _pools.get(thread_key)
     if pool_entry is None:
         log_dir = _cache_dir() / "logs" / f"{os.getpid()}-{threading.get_ident()}"
         with _cache_lock():
@@ -207,10 +240,9 @@ def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: 
             unpacked = dataclasses.replace(lineup, folders=tuple(folders[n] for n in lineup.labels))
             built = build_lineup(unpacked, log_dir, _cache_dir() / "builds" / log_dir.name)
         pool = built.pool(log_dir)
-        atexit.register(pool.close)
+        atexit.register(pool.close)  # idempotent: close_pools may have closed it already
         pool_entry = (pool, built)
-        if not hasattr(_local, "pools"):
-            _local.pools = {}
-        _local.pools[key] = pool_entry
+        with _pools_lock:
+            _pools[thread_key] = pool_entry
     pool, built = pool_entry
     return spec, built.play(pool, spec)

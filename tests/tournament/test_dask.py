@@ -16,7 +16,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.tournament.distributed import bundle_hash, pack_bot
-from tests.helpers import ARENA_ARGV, arena, stored_games, worker_processes
+from tests.helpers import ARENA_ARGV, arena, live_bot_processes, stored_games, worker_processes
 from tests.tournament.test_run import stored_results, table_lines
 
 SAMPLES = sample_bots_dir()
@@ -54,6 +54,8 @@ def test_dask_local_cluster_gives_the_same_results_as_local_processes(tmp_path: 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       worker_dashboard_address=None) as cluster:
         on_dask = arena(*args, "--out", str(tmp_path / "dask"), "--dask", cluster.scheduler_address)
+        # the workers live on, their bots of this tournament do not (they lived until the workers exited)
+        assert live_bot_processes() == []
     assert on_dask.returncode == 0, on_dask.stderr
     assert "Dask at" in on_dask.stdout
     assert stored_results(tmp_path / "dask") == stored_results(tmp_path / "local")
