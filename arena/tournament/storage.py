@@ -317,12 +317,13 @@ class ResultStore:
         new = config.result_json()
         differ = [key for key in RESULT_KEYS if old[key] != new[key]]
         if differ:
-            changes = "; ".join(f"{key}: stored {_brief(key, old[key])}, now {_brief(key, new[key])}"
+            changes = "; ".join(_entrants_change(old[key], new[key]) if key == "entrants" else
+                                f"{key}: stored {_brief(key, old[key])}, now {_brief(key, new[key])}"
                                 for key in differ)
             raise ConfigError(
                 f"{self.folder} holds games of a different tournament ({', '.join(differ)} differ: "
                 f"{changes}). Resuming would mix incompatible games: use another --out, or the stored "
-                "settings to resume (only concurrency may change)")
+                "settings to resume (the name, concurrency, sandbox and pondering may change)")
 
     def check_versions(self, versions: dict[str, str]) -> None:
         """Store each entrant's version (:meth:`Manifest.version`) the first time; after that,
@@ -611,6 +612,21 @@ def _jsonl_ids(path: Path) -> list[str] | None:
                 return None
             ids.append(record["game_id"])
     return ids
+
+
+def _entrants_change(old: list[dict[str, str]], new: list[dict[str, str]]) -> str:
+    """What differs between two entrant lists, not both lists whole (13 entrants each read as
+    a wall of text): the entrants gone, added, or in another folder."""
+    before = {e["name"]: e["folder"] for e in old}
+    after = {e["name"]: e["folder"] for e in new}
+    parts = []
+    if gone := [n for n in before if n not in after]:
+        parts.append("no longer: " + ", ".join(f"{n} ({before[n]})" for n in gone))
+    if added := [n for n in after if n not in before]:
+        parts.append("new: " + ", ".join(f"{n} ({after[n]})" for n in added))
+    if moved := [n for n in after if n in before and before[n] != after[n]]:
+        parts.append("another folder: " + ", ".join(f"{n} ({before[n]} -> {after[n]})" for n in moved))
+    return "entrants: " + ("; ".join(parts) if parts else "the same, in another order")
 
 
 def _brief(key: str, value: Any) -> str:

@@ -245,8 +245,11 @@ def test_config_mismatch_on_resume(config: TournamentConfig, tmp_path: Path) -> 
         message = str(info.value)
         assert "games, seed, time_control differ" in message and "--out" in message
         fewer = load_config(None, {"entrants": [tmp_path / "bots" / "ant", tmp_path / "bots" / "bee"]})
-        with pytest.raises(ConfigError, match="entrants differ"):
+        with pytest.raises(ConfigError, match="entrants differ") as info:
             store.check_config(fewer)
+        cat = tmp_path / "bots" / "cat"  # only what differs, not both lists whole
+        assert f"entrants: no longer: cat ({cat})" in str(info.value) and "bee (" not in str(info.value)
+        assert "the name, concurrency, sandbox and pondering may change" in str(info.value)
         assert store.stored_config() == config.to_json()
 
 
