@@ -274,7 +274,8 @@ def links_refused(bot: Path) -> str | None:
 
 
 def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | None = None,
-           replace: bool = False) -> Submission:
+           replace: bool = False, per_move_ms: int = 1000, bank_ms: int = 10_000,
+           first_move_ms: int = 5000) -> Submission:
     """Copy ``bot`` into a private folder inside ``entrants``, build and check the copy under
     ``launcher`` (default: strict), and move it to ``entrants/<name>`` only if it passes.
 
@@ -330,7 +331,8 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
         # folder): what is installed is what passed. Before, the folder was checked and then
         # copied, and files swapped in meanwhile were installed unchecked.
         report = _as_submitted(run_conformance(staging / "bot", games=games, launcher=launcher,
-                                               submitting=True), staging / "bot", bot)
+                                               submitting=True, per_move_ms=per_move_ms, bank_ms=bank_ms,
+                                               first_move_ms=first_move_ms), staging / "bot", bot)
         if report.problems:
             return Submission(report)
         submitted = {"submitted_at": datetime.now(UTC).isoformat(timespec="seconds"), "from": str(bot),

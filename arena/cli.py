@@ -808,15 +808,18 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
 @click.option("--replace", is_flag=True,
               help="Replace an entrant of the same name; the old version is kept in "
                    "ENTRANTS/.previous/NAME-<UTC time>/. Without it an existing name is refused.")
+@_time_control_options
 @_sandbox_option("strict")
-def submit(bot: Path, entrants: Path, games: int, replace: bool, sandbox: str) -> None:
+def submit(bot: Path, entrants: Path, games: int, replace: bool, per_move_ms: int, bank_ms: int,
+           first_move_ms: int, sandbox: str) -> None:
     """Hand in BOT: build it, run the conformance check, and copy it into the entrants
     folder only if it passes. The bot is a stranger's code: it is built and checked under
     the strict sandbox unless --sandbox none is given. An entrant of the same name is
-    refused unless --replace."""
+    refused unless --replace. Give the tournament's time control to check the bot against it."""
     from arena.checks import submit as submit_bot
 
-    done = submit_bot(bot, entrants, games=games, launcher=_launcher(sandbox), replace=replace)
+    done = submit_bot(bot, entrants, games=games, launcher=_launcher(sandbox), replace=replace,
+                      per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms)
     report = done.report
     for line in report.lines:
         click.echo(for_terminal(line, newlines=False))

@@ -229,6 +229,18 @@ def test_submit_refuses_a_name_that_differs_only_in_case_and_sweeps_killed_submi
     assert sorted(p.name for p in entrants.iterdir()) == [".previous", lookalike.name, "greedy"]
 
 
+def test_submit_checks_a_bot_against_the_tournament_s_time_control(tmp_path: Path) -> None:
+    """A TA's 300 ms tournament: submit accepted a bot taking 400 ms a move (checked at its 1 s
+    default), which then lost 20 of its 24 games on time."""
+    slow = misbehaving_bot(tmp_path / "slow", "slow", "0.4", "1", name="slow", stdio=True)
+    options = ["--entrants", str(tmp_path / "entrants"), "--games", "2", "--sandbox", "none"]
+    refused = arena("submit", str(slow.folder), *options, "--time-per-move", "300", "--bank-ms", "50")
+    assert refused.returncode == 1 and "timeout" in refused.stderr, refused.stdout + refused.stderr
+    assert "limit was 300 ms plus 50 ms" in refused.stderr, refused.stderr
+    accepted = arena("submit", str(slow.folder), *options)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+
+
 @pytest.mark.slow
 def test_sprt_accepts_greedy_over_random_and_rejects_random_over_greedy(tmp_path: Path) -> None:
     greedy, random_bot = str(sample_bots_dir() / "greedy"), str(sample_bots_dir() / "random")
