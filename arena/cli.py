@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -605,10 +606,14 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
 
         executor = DaskExecutor(tournament_lineup(config, launcher), dask_address)
     display = ProgressDisplay()
-    summary = run_tournament(
-        config, executor=executor, launcher=launcher, on_progress=display.update,
-        on_build_error=lambda bot, error: _echo_detail(
-            error + "\n(its games are recorded as losses)", "build failed: ", indent="", err=True))
+    try:
+        summary = run_tournament(
+            config, executor=executor, launcher=launcher, on_progress=display.update,
+            on_build_error=lambda bot, error: _echo_detail(
+                error + "\n(its games are recorded as losses)", "build failed: ", indent="", err=True))
+    except SystemExit:
+        _say_stopped(config, display)
+        raise
     display.finish()
     if summary.interrupted:
         click.echo(f"interrupted: {summary.already_stored + summary.played} of {summary.total} games "
@@ -628,6 +633,26 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         _echo_failures(failed, config.out, on_dask=bool(dask_address))
     if summary.interrupted:
         raise SystemExit(130)
+
+
+def _say_stopped(config, display: ProgressDisplay) -> None:  # type: ignore[no-untyped-def]
+    """On SIGTERM or SIGHUP (``timeout``, ``kill``, a closed terminal): the line Ctrl-C gets,
+    so an unattended run's log says how far it got (it stopped without a word)."""
+    from arena.signals import terminated_by
+    from arena.tournament.schedule import schedule_size
+    from arena.tournament.storage import ResultStore
+
+    signum = terminated_by()
+    if signum is None:
+        return
+    display.finish()
+    try:
+        with ResultStore(config.out, readonly=True) as store:
+            stored = store.game_count()
+    except ArenaError:
+        return
+    click.echo(f"stopped by {signal.Signals(signum).name}: {stored} of {schedule_size(config.plan)} games "
+               "are stored; run the same command again to play the rest", err=True)
 
 
 FAILURE_GROUPS_SHOWN = 10

@@ -62,6 +62,11 @@ def _unwind_again(unraisable: Any) -> None:
     (_previous_hook[0] if _previous_hook else sys.__unraisablehook__)(unraisable)
 
 
+def terminated_by() -> int | None:
+    """The termination signal being unwound from, or None."""
+    return int(_unwinding[0]) if _unwinding else None
+
+
 def ignore_termination() -> None:
     """From now on SIGTERM and SIGHUP do nothing (a worker closing its bots in peace)."""
     for number in TERMINATION_SIGNALS:
@@ -72,4 +77,4 @@ def _ignore(_signum: int, _frame: Any) -> None:
     pass
 
 
-__all__ = ["TERMINATION_SIGNALS", "ignore_termination", "unwind_on_termination"]
+__all__ = ["TERMINATION_SIGNALS", "ignore_termination", "terminated_by", "unwind_on_termination"]

@@ -4,6 +4,7 @@ no bot process, nor a child of one, outlives the command; under strict none stay
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -66,6 +67,9 @@ def _stop_mid_run(tmp_path: Path, sandbox: str, command: str, signum: int) -> No
     assert runner.returncode in (128 + signum, -signum), runner.stderr.read() if runner.stderr else ""
     err = runner.stderr.read().decode() if runner.stderr else ""
     assert "Traceback" not in err, err
+    if command == "run-tournament":  # as Ctrl-C's line says: how far it got (it said nothing)
+        assert re.search(rf"stopped by {signal.Signals(signum).name}: \d+ of 20 games are stored; run "
+                         "the same command again to play the rest", err), err
     deadline = time.monotonic() + 10  # a killed process may take a moment to be reaped
     while _with_token(token) and time.monotonic() < deadline:
         time.sleep(0.05)
