@@ -49,7 +49,7 @@ def outcome_text(result: GameResult, seats: tuple[int, int], me: int = 0) -> str
     return f"{'won' if won else 'lost'} by {result.termination.value}"
 
 
-LOG_REMOVED = "bot log: removed, as the check passed (check-bot --logs DIR keeps the logs)"
+LOG_REMOVED = "bot log: removed, as the check passed (to keep it: arena check-bot --logs DIR)"
 
 
 @contextmanager
@@ -157,6 +157,9 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         report.lines.append(f"handshake: ok in {seconds * 1000:.0f} ms (hello: name "
                             f"{hello['name']!r}, version {hello['version']!r}, legal_moves "
                             f"{pool.handles[0].wants_legal_moves})")
+        if hello["name"] != manifest.name:  # a copied bot: which name counts?
+            report.warnings.append(f"its hello says name {hello['name']!r} and its bot.toml {manifest.name!r}: "
+                                   "tournaments and ratings use bot.toml's (the hello's is informative)")
         if seconds > SLOW_START_S:  # a warning: the referee waits START_TIMEOUT_S, and load varies
             report.warnings.append(f"slow start: the hello came after {seconds:.1f} s (keep it under "
                                    f"{SLOW_START_S:g} s; the referee gives up after "

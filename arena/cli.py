@@ -326,8 +326,13 @@ def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
     else:
         click.echo(render(states[-1], players))  # type: ignore[arg-type]
     result = record["result"]
-    line = (f"result: {result['reason']}; scores {result['scores'][0]} : "
-            f"{result['scores'][1]}; winner {players[result['winner']]}")
+    if result["reason"] == "normal":
+        line = (f"result: {result['reason']}; scores {result['scores'][0]} : "
+                f"{result['scores'][1]}; winner {players[result['winner']]}")
+    else:  # the scores of a game cut short mean nothing (as `arena play` shows it)
+        loser = result.get("loser", 1 - result["winner"])
+        line = (f"result: aborted, {players[loser]} lost by {result['reason']} after "
+                f"{len(record['moves'])} moves; winner {players[result['winner']]}")
     if result.get("detail"):  # a failure: its first line, then the loser's log tail if any
         _echo_detail(str(result["detail"]), line + ": ")
     else:

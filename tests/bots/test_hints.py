@@ -302,6 +302,15 @@ def test_a_crash_on_game_over_is_told_it_came_before_the_next_game_s_first_move(
     assert "KeyError: 'my_score'" in out, out
 
 
+def test_a_hello_name_other_than_bot_toml_s_is_warned_about(tmp_path: Path) -> None:
+    """A student copied a bot and renamed it in bot.toml only: which name counts?"""
+    bot = misbehaving_bot(tmp_path / "copy", "recorder", str(tmp_path / "log"), name="maxbot", stdio=True)
+    code, out = check_bot(bot.folder, "--games", "1")
+    assert code == 0, out
+    assert ("warning: its hello says name 'misbehave-recorder' and its bot.toml 'maxbot': tournaments and "
+            "ratings use bot.toml's") in out, out
+
+
 def test_crash_hints_keep_to_what_they_know(tmp_path: Path) -> None:
     """Red team: a bot that gives up (an error message) was told it "died before its first
     move"; a link in the bot's folder made the missing-program hint list a host folder."""

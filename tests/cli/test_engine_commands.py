@@ -155,6 +155,15 @@ def test_replay_never_prints_record_text_raw(tmp_path: Path) -> None:
         assert "Traceback" not in shown
 
 
+def test_replay_of_a_forfeited_game_shows_no_scores(tmp_path: Path) -> None:
+    """As `arena play` shows it: the scores of a game cut short mean nothing (a TA read them)."""
+    proc = arena("replay", str(_one_record(tmp_path, lambda r: _as_crash(r, scores=[-88, -100]))))
+    assert proc.returncode == 0, proc.stderr
+    result = next(line for line in proc.stdout.splitlines() if line.startswith("result: "))
+    assert result.startswith("result: aborted, ") and " lost by crash after 3 moves; winner " in result
+    assert "-88" not in result, result
+
+
 def _set(key: str, value: object):  # type: ignore[no-untyped-def]
     return lambda record: record.update({key: value})
 
