@@ -158,8 +158,9 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                             f"{hello['name']!r}, version {hello['version']!r}, legal_moves "
                             f"{pool.handles[0].wants_legal_moves})")
         if hello["name"] != manifest.name:  # a copied bot: which name counts?
-            report.warnings.append(f"its hello says name {hello['name']!r} and its bot.toml {manifest.name!r}: "
-                                   "tournaments and ratings use bot.toml's (the hello's is informative)")
+            report.warnings.append(f"its hello says name {hello['name']!r} and its bot.toml "
+                                   f"{manifest.name!r}: tournaments and ratings use bot.toml's (the hello's "
+                                   "is informative)")
         if seconds > SLOW_START_S:  # a warning: the referee waits START_TIMEOUT_S, and load varies
             report.warnings.append(f"slow start: the hello came after {seconds:.1f} s (keep it under "
                                    f"{SLOW_START_S:g} s; the referee gives up after "

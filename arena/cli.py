@@ -671,7 +671,15 @@ def _echo_failures(failed, out: Path, *, on_dask: bool = False) -> None:  # type
     for row in failed.itertuples(index=False):
         at_fault = row.seat1 if row.loser == 1 else row.seat0 if row.loser == 0 else "-"
         rows.setdefault((at_fault, row.reason), []).append(str(row.detail or ""))
-    click.echo(f"abnormal endings ({len(failed)} of the stored games), by the bot at fault:")
+    _echo_failure_groups(rows, f"{len(failed)} of the stored games")
+    logs = "on the Dask workers (the details name them)" if on_dask else shell_word(out / "logs")
+    click.echo(f"every detail: arena report {shell_word(out)} (report/csv/abnormal_games.csv); the bots' "
+               f"logs: {logs}")
+
+
+def _echo_failure_groups(rows: dict[tuple[str, str], list[str]], which: str) -> None:
+    """``rows``: (the bot at fault, reason) -> details; a line for each (most games first)."""
+    click.echo(f"abnormal endings ({which}), by the bot at fault:")
     ordered = sorted(rows.items(), key=lambda item: (-len(item[1]), item[0]))
     for (bot, reason), details in ordered[:FAILURE_GROUPS_SHOWN]:
         first = details[0].split("\n", 1)[0]
@@ -679,9 +687,6 @@ def _echo_failures(failed, out: Path, *, on_dask: bool = False) -> None:  # type
         click.echo(for_terminal(f"  {bot}: {reason} x{len(details)}, e.g. {first}", newlines=False))
     if len(ordered) > FAILURE_GROUPS_SHOWN:
         click.echo(f"  ... and {len(ordered) - FAILURE_GROUPS_SHOWN} more kinds")
-    logs = "on the Dask workers (the details name them)" if on_dask else shell_word(out / "logs")
-    click.echo(f"every detail: arena report {shell_word(out)} (report/csv/abnormal_games.csv); the bots' "
-               f"logs: {logs}")
 
 
 class ProgressDisplay:
@@ -826,6 +831,9 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                "accept H0": f"H0 accepted: {names[0]} is not stronger by {elo1:g} elo",
                "continue": f"no decision after {state.games} games (max-games reached)"}[state.status]
     click.echo(verdict + (f"; {state.failures} game(s) ended abnormally" if state.failures else ""))
+    if state.abnormal:  # why, not only how many (a student saw 100 losses and no reason)
+        _echo_failure_groups(state.abnormal, f"{state.failures} of {state.games} games")
+        click.echo(f"the bots' logs: {shell_word(logs)}")
     raise SystemExit({"accept H1": 0, "accept H0": 1, "continue": 2}[state.status])
 
 

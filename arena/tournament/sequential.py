@@ -32,6 +32,8 @@ class SprtState:
     losses: int = 0
     failures: int = 0
     pairs: list[int] = field(default_factory=lambda: [0, 0, 0])
+    # (the bot at fault, the reason) -> the details of those games (what the run prints)
+    abnormal: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @property
     def games(self) -> int:
@@ -71,6 +73,9 @@ class SprtRule:
         state.wins += new_won
         state.losses += not new_won
         state.failures += result.loser is not None
+        if result.loser is not None:
+            at_fault = (spec.seat0, spec.seat1)[result.loser]
+            state.abnormal.setdefault((at_fault, result.termination.value), []).append(result.detail)
         if spec.pair not in self._halves:
             self._halves[spec.pair] = new_won
             return False

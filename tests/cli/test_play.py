@@ -241,6 +241,18 @@ def test_submit_checks_a_bot_against_the_tournament_s_time_control(tmp_path: Pat
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
 
 
+def test_sprt_says_why_games_ended_abnormally(tmp_path: Path) -> None:
+    """A student's sprt ended 'H0 accepted ...; 100 game(s) ended abnormally' and no reason."""
+    crashy = misbehaving_bot(tmp_path / "crashy", "crash", name="crashy", stdio=True)
+    proc = arena("sprt", str(crashy.folder), str(sample_bots_dir() / "random"), "--max-games", "4",
+                 "--logs", str(tmp_path / "logs"))
+    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    at = lines.index("abnormal endings (4 of 4 games), by the bot at fault:")
+    assert lines[at + 1].startswith("  crashy: crash x4, e.g. bot crashy: exit code 3"), lines
+    assert lines[at + 2] == f"the bots' logs: {tmp_path / 'logs'}", lines
+
+
 @pytest.mark.slow
 def test_sprt_accepts_greedy_over_random_and_rejects_random_over_greedy(tmp_path: Path) -> None:
     greedy, random_bot = str(sample_bots_dir() / "greedy"), str(sample_bots_dir() / "random")
