@@ -600,6 +600,9 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         f"({', '.join(config.names)}), {config.games} games per pairing, concurrency {config.concurrency}"
         + (f", Dask at {dask_address}" if dask_address else "") + f"; results in {config.out}",
         newlines=False))
+    click.echo(f"time control: {config.per_move_ms} ms a move, a bank of {config.bank_ms} ms, "
+               f"{config.first_move_ms} ms for a first move; seed {config.seed}"
+               + (f", edition {config.edition}" if config.game == "patchwork" else ""))
     launcher = _launcher(config.sandbox, config.pondering, announce=not dask_address)
     if dask_address and launcher.copies_builds:
         click.echo(f"sandbox {launcher.level}: set up by each Dask worker (a worker that cannot provide "

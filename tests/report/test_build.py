@@ -230,6 +230,10 @@ def test_every_abnormal_game_and_a_sample_have_a_replay(tournament: Path, report
     for game_id in linked:
         page_text = (report / "replays" / f"{game_id}.html").read_text()
         assert 'href="../index.html"' in page_text and game_id in page_text
+    # a forfeited game is listed without its meaningless scores (a TA read them as results)
+    section = (report / "index.html").read_text().split('id="replays"', 1)[1].split("</section>", 1)[0]
+    rows = [row for row in section.split("<tr>") if any(f">{g}<" in row for g in abnormal)]
+    assert rows and all("<td class=num>aborted</td>" in row for row in rows), rows[:1]
 
 
 @pytest.mark.slow

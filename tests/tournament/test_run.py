@@ -51,6 +51,9 @@ def test_round_robin_plays_every_pairing_in_seat_swapped_pairs(tmp_path: Path) -
     assert proc.stdout.splitlines()[0] == ('tournament "tournament" (patchwork, round-robin): 3 entrants '
                                            "(random, greedy, cbot), 4 games per pairing, concurrency 2; "
                                            f"results in {out}"), proc.stdout
+    # what a TA could only guess from the banner: the time control and seed in force
+    assert proc.stdout.splitlines()[1] == ("time control: 1000 ms a move, a bank of 10000 ms, 5000 ms for a "
+                                           "first move; seed 3, edition revised"), proc.stdout
     games = db_rows(out, "SELECT seat0, seat1, seed, reason FROM games")
     assert len(games) == 12 and all(g[3] == "normal" for g in games)
     per_pairing = Counter(frozenset(g[:2]) for g in games)
