@@ -174,6 +174,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         last_lost_by_fault = False
 
         played = 0
+        seen: dict[str, int] = {}  # a problem's text -> the first game it came in
 
         def judge(spec: GameSpec, result: GameResult) -> None:
             nonlocal stale, last_lost_by_fault, played
@@ -198,7 +199,11 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                                 + (", normal" if result.loser is None else ""))
             last_lost_by_fault = result.loser is not None and seats[result.loser] == 0
             if last_lost_by_fault:
-                report.problems.append(f"game {number}: {result.termination.value}: {result.detail}")
+                problem = f"{result.termination.value}: {result.detail}"
+                same = seen.get(problem)  # the same traceback 4 times hid what else went wrong
+                report.problems.append(f"game {number}: " + (problem if same is None else
+                                                           f"{result.termination.value}, as in game {same}"))
+                seen.setdefault(problem, number)
 
         def timed_out_now(spec: GameSpec, result: GameResult) -> bool:
             """Stop at the bot's first timeout: each of the others would cost the whole

@@ -302,6 +302,15 @@ def test_a_crash_on_game_over_is_told_it_came_before_the_next_game_s_first_move(
     assert "KeyError: 'my_score'" in out, out
 
 
+def test_the_same_problem_in_several_games_is_told_once(tmp_path: Path) -> None:
+    """A refused submit printed the same 10-line traceback for each of its 4 games."""
+    bot = misbehaving_bot(tmp_path / "crashy", "crash", name="crashy", stdio=True)
+    code, out = check_bot(bot.folder, "--games", "4")
+    assert code == 1 and out.count("crash: bot crashy: exit code 3") == 1, out
+    for game in (2, 3, 4):
+        assert f"  - game {game}: crash, as in game 1" in out, out
+
+
 def test_a_hello_name_other_than_bot_toml_s_is_warned_about(tmp_path: Path) -> None:
     """A student copied a bot and renamed it in bot.toml only: which name counts?"""
     bot = misbehaving_bot(tmp_path / "copy", "recorder", str(tmp_path / "log"), name="maxbot", stdio=True)
