@@ -20,7 +20,14 @@ from arena.engine.components import GAMES
 from arena.errors import ArenaError
 from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
 from arena.launch.launcher import Launcher
-from arena.tournament.config import MAX_CONCURRENCY, MAX_SCHEDULED_GAMES, MAX_TIME_MS, SEED_RANGE
+from arena.tournament.config import DEFAULTS as TOURNAMENT_DEFAULTS
+from arena.tournament.config import (
+    DEMO_DEFAULTS,
+    MAX_CONCURRENCY,
+    MAX_SCHEDULED_GAMES,
+    MAX_TIME_MS,
+    SEED_RANGE,
+)
 from arena.untrusted import for_terminal
 
 GAMES_RANGE = click.IntRange(1, MAX_SCHEDULED_GAMES)  # the limits of a tournament config, for every command
@@ -554,15 +561,22 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 @click.option("--format", "format_", type=click.Choice(["round-robin", "gauntlet"]))
 @click.option("--challenger", "challengers", multiple=True,
               help="Gauntlet: an entrant that plays everyone else (repeatable).")
-@click.option("--games", type=int, help="Games per pairing (even: seat-swapped pairs).")
-@click.option("--seed", type=int, help="Base seed; every game seed derives from it.")
+@click.option("--games", type=int,
+              help=f"Games per pairing (even: seat-swapped pairs; default {TOURNAMENT_DEFAULTS['games']}, "
+                   f"the demo {DEMO_DEFAULTS['games']}).")
+@click.option("--seed", type=int, help=f"Base seed; every game seed derives from it (default "
+                                       f"{TOURNAMENT_DEFAULTS['seed']}).")
 @click.option("--concurrency", type=int,
               help=f"Games at once (default: the CPUs this command may use, as taskset sets them; at "
                    f"most {MAX_CONCURRENCY}).")
-@click.option("--time-per-move", "per_move_ms", type=int, help="Per-move limit in ms.")
-@click.option("--bank-ms", type=int, help="Time bank in ms.")
-@click.option("--first-move-ms", type=int, help="First-move limit in ms.")
-@click.option("--edition", type=click.Choice([*EDITIONS, "standard"]))
+@click.option("--time-per-move", "per_move_ms", type=int,
+              help=f"Per-move limit in ms (default {TOURNAMENT_DEFAULTS['per_move_ms']}, the demo "
+                   f"{DEMO_DEFAULTS['per_move_ms']}).")
+@click.option("--bank-ms", type=int, help=f"Time bank in ms (default {TOURNAMENT_DEFAULTS['bank_ms']}).")
+@click.option("--first-move-ms", type=int,
+              help=f"First-move limit in ms (default {TOURNAMENT_DEFAULTS['first_move_ms']}).")
+@click.option("--edition", type=click.Choice([*EDITIONS, "standard"]),
+              help="Patchwork: revised (default) or original; stack-n-stuff: standard.")
 @click.option("--game", type=click.Choice(GAMES), help=GAME_HELP)
 @click.option("--components", "components_file", type=click.Path(dir_okay=False, path_type=Path),
               help="stack-n-stuff only: your own component file (JSON), validated before use.")
@@ -687,7 +701,8 @@ def _echo_failure_groups(rows: dict[tuple[str, str], list[str]], which: str) -> 
     for (bot, reason), details in ordered[:FAILURE_GROUPS_SHOWN]:
         first = details[0].split("\n", 1)[0]
         first = first if len(first) <= 160 else first[:157] + "..."
-        click.echo(for_terminal(f"  {bot}: {reason} x{len(details)}, e.g. {first}", newlines=False))
+        example = f", e.g. {first}" if first.strip() else ""
+        click.echo(for_terminal(f"  {bot}: {reason} x{len(details)}{example}", newlines=False))
     if len(ordered) > FAILURE_GROUPS_SHOWN:
         click.echo(f"  ... and {len(ordered) - FAILURE_GROUPS_SHOWN} more kinds")
 

@@ -285,3 +285,16 @@ def test_a_resume_refuses_an_entrant_that_changed_version(tmp_path: Path) -> Non
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
     assert "'alice' changed since its games were stored" in refused.stderr, refused.stderr
     assert "entrants/.previous/" in refused.stderr
+
+
+def test_run_tournament_help_says_the_defaults_in_force() -> None:
+    """A TA learnt the default of 10 games per pairing from the banner of a run it had started."""
+    from click.testing import CliRunner
+
+    from arena.cli import main
+    from arena.tournament.config import DEFAULTS
+
+    text = " ".join(CliRunner().invoke(main, ["run-tournament", "--help"]).output.split())
+    for option, key in (("--games", "games"), ("--seed", "seed"), ("--time-per-move", "per_move_ms"),
+                        ("--bank-ms", "bank_ms"), ("--first-move-ms", "first_move_ms")):
+        assert f"default {DEFAULTS[key]}" in text.split(option, 1)[1].split(" --", 1)[0], option
