@@ -92,6 +92,20 @@ def _read_head(folder: Path, word: str) -> tuple[os.stat_result, bytes] | None:
     return (info, head) if stat.S_ISREG(info.st_mode) else None
 
 
+def _programs_in(folder: Path) -> list[str]:
+    """The executable regular files among the first MISSING_SCAN entries of ``folder`` (for a
+    hint: a folder may be huge), [] if it cannot be listed."""
+    programs: list[str] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in itertools.islice(entries, MISSING_SCAN):
+                if entry.is_file(follow_symlinks=False) and entry.stat().st_mode & 0o111:
+                    programs.append(entry.name)
+    except OSError:
+        pass
+    return programs
+
+
 def _crlf_fix(script: str) -> str:
     """How to convert a script's Windows line endings: sed is everywhere, dos2unix often not.
     The name is the bot's: quoted for a shell (a name holding '; curl ... | sh' is a word)."""
@@ -346,32 +360,33 @@ class BotHandle:
         if states & {"T", "t"}:
             return ("it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its "
                     "process group), so it could not answer: a bot must never stop itself")
-        partial = silent and isinstance(self.channel, StdioChannel) and self.channel.partial_line().strip()
-        if silent and isinstance(self.channel, StdioChannel) and self.channel.wrote_since_send() \
-                and len(self.channel.inbox):
-            # its move came in after all, once the time had run out (what the hint looks at later)
-            return ("its reply came after its time ran out: it is too slow for this time control; "
-                    "keep each move within the per-move limit (the request's clocks say it, and "
-                    "what is left in the bank)")
-        if partial and "R" not in states:
-            return ("it wrote part of a line and no newline after the move_request: end each "
-                    "message with a newline and flush stdout after it")
-        if (silent and not partial and isinstance(self.channel, StdioChannel)
-                and self.channel.wrote_since_send()):
-            return ("it wrote only blank lines on stdout after the move_request, and no move: "
-                    "write the move as one line of JSON, and nothing else, then flush stdout")
-        if silent and not partial and "R" in states:
-            return ("it was still computing when its time ran out: it is too slow for this time "
-                    "control; keep each move within the per-move limit (the request's clocks say it, "
-                    "and what is left in the bank)")
-        waiting = self._waits() if silent and not partial and "R" not in states else set()
-        if "sleep" in waiting and "input" not in waiting:
-            return ("it was sleeping when its time ran out (not reading its input, not computing): "
-                    "a move must come within the per-move limit, and the bank")
-        if silent and not partial and "R" not in states:
-            return ("it wrote nothing on stdout after the move_request and was not computing: "
-                    f"flush stdout after every message ({_FLUSH_IDIOMS}), and read stdin line by "
-                    "line (not to end of file)")
+        # silent: a stdio bot that sent nothing before its time ran out; what it did meanwhile
+        channel = self.channel if silent and isinstance(self.channel, StdioChannel) else None
+        if channel is not None:
+            if channel.wrote_since_send() and len(channel.inbox):
+                # its move came in after all, once the time had run out (what the hint looks at later)
+                return ("its reply came after its time ran out: it is too slow for this time control; "
+                        "keep each move within the per-move limit (the request's clocks say it, and "
+                        "what is left in the bank)")
+            if channel.partial_line().strip():
+                if "R" not in states:
+                    return ("it wrote part of a line and no newline after the move_request: end each "
+                            "message with a newline and flush stdout after it")
+            elif channel.wrote_since_send():
+                return ("it wrote only blank lines on stdout after the move_request, and no move: "
+                        "write the move as one line of JSON, and nothing else, then flush stdout")
+            elif "R" in states:
+                return ("it was still computing when its time ran out: it is too slow for this time "
+                        "control; keep each move within the per-move limit (the request's clocks say "
+                        "it, and what is left in the bank)")
+            else:
+                waiting = self._waits()
+                if "sleep" in waiting and "input" not in waiting:
+                    return ("it was sleeping when its time ran out (not reading its input, not "
+                            "computing): a move must come within the per-move limit, and the bank")
+                return ("it wrote nothing on stdout after the move_request and was not computing: "
+                        f"flush stdout after every message ({_FLUSH_IDIOMS}), and read stdin line by "
+                        "line (not to end of file)")
         if starting and not stdio and (self._no_hello or exited_0):
             return ("a ZeroMQ bot connects a DEALER socket, identity ARENA_TOKEN, to ARENA_ENDPOINT "
                     "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
@@ -487,16 +502,9 @@ class BotHandle:
         path = Path(os.path.normpath(folder / word))
         if not _within(path, folder) or os.path.lexists(path):
             return ""
-        programs: list[str] = []
-        try:  # the folder listed must be the bot's own, whatever links lead there (lib -> /usr/sbin)
-            if not _within(Path(os.path.realpath(path.parent)), folder):
-                raise NotADirectoryError
-            with os.scandir(path.parent) as entries:
-                for entry in itertools.islice(entries, MISSING_SCAN):
-                    if entry.is_file(follow_symlinks=False) and entry.stat().st_mode & 0o111:
-                        programs.append(entry.name)
-        except OSError:
-            pass
+        # the folder listed must be the bot's own, whatever links lead there (lib -> /usr/sbin)
+        own = _within(Path(os.path.realpath(path.parent)), folder)
+        programs = _programs_in(path.parent) if own else []
         where = "in the bot's folder" if path.parent == folder else f"in {path.parent.relative_to(folder)}"
         text = f"{word} is not {where}"
         if self.manifest.build:
