@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -80,6 +81,26 @@ class ManifestError(ConfigError):
         super().__init__(f"{path}: {what}")
 
 
+def _manifest_hint(folder: Path) -> str:
+    """What to do about a folder without a bot.toml: rename a near miss (Bot.toml,
+    bot.toml.txt, bot.tml) if there is one, else write one or start from a starter."""
+    try:
+        with os.scandir(folder) as entries:
+            names = [entry.name for entry in itertools.islice(entries, 1000)]  # of maybe millions
+    except OSError:
+        names = []
+    near = sorted(name for name in names if name != MANIFEST and _near_manifest(name))
+    if near:
+        return f": it holds {shown(near[0], 60)}; the file must be named exactly {MANIFEST}"
+    return (f"; a bot folder holds a {MANIFEST} naming the bot and its command (README, 'Bots'), "
+            "or start from one: `arena new-bot DIR --lang python` (or js, c, cpp, java, python-zmq)")
+
+
+def _near_manifest(name: str) -> bool:
+    folded = name.strip().lower()
+    return folded.split(".", 1)[0].strip() == "bot" and "tml" in folded.replace("toml", "tml")
+
+
 @dataclass(frozen=True)
 class Manifest:
     folder: Path
@@ -124,7 +145,7 @@ class Manifest:
         try:
             text = _read_manifest(path)
         except FileNotFoundError:
-            raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST})") from None
+            raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST}){_manifest_hint(folder)}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
         data = parse_toml(text, str(path))

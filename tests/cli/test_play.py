@@ -59,6 +59,16 @@ def test_play_rejects_a_folder_without_manifest(tmp_path: Path) -> None:
     proc = arena("play", str(tmp_path), str(sample_bots_dir() / "random"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "no bot.toml" in proc.stderr
+    assert "`arena new-bot DIR --lang python`" in proc.stderr  # what to do about it
+
+
+@pytest.mark.parametrize("near", ["Bot.toml", "bot.toml.txt", "bot.tml", "BOT.TOML "])
+def test_check_bot_names_a_manifest_misnamed(tmp_path: Path, near: str) -> None:
+    """A newcomer's editor saved bot.toml.txt, or the name's case is off: say which file."""
+    (tmp_path / near).write_text('name = "x"\ncommand = "python bot.py"\n')
+    proc = arena("check-bot", str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
+    assert f"it holds {near!r}; the file must be named exactly bot.toml" in proc.stdout + proc.stderr
 
 
 def test_check_bot_passes_a_good_bot_and_fails_a_bad_one(tmp_path: Path) -> None:
