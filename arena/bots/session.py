@@ -27,6 +27,7 @@ from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, S
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
 from arena.launch.process import BotProcess
+from arena.launch.proctree import read_stat
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
 from arena.protocol.constants import MAX_MESSAGE_BYTES
@@ -45,6 +46,8 @@ RECYCLE_CPU_SHARE = 0.5
 # before it is thawed to read them: well under a pipe's 64 KiB, so a stdio send to a frozen
 # bot never waits (a new_game is ~6 KiB, a game_over ~0.3 KiB).
 FROZEN_UNREAD_BYTES = 32 << 10
+# A silent bot that used a quarter of a CPU over this long is "still computing" (a timeout's hint).
+BUSY_SAMPLE_S = 0.1
 # x86_64 system call numbers, as /proc/<pid>/task/<tid>/syscall shows them (for a hint):
 # read, and the sleeps (nanosleep, clock_nanosleep).
 _SYS_READ = 0 if platform.machine() == "x86_64" else -1
@@ -368,14 +371,15 @@ class BotHandle:
                 return ("its reply came after its time ran out: it is too slow for this time control; "
                         "keep each move within the per-move limit (the request's clocks say it, and "
                         "what is left in the bank)")
+            computing = "R" in states or self._busy()
             if channel.partial_line().strip():
-                if "R" not in states:
+                if not computing:
                     return ("it wrote part of a line and no newline after the move_request: end each "
                             "message with a newline and flush stdout after it")
             elif channel.wrote_since_send():
                 return ("it wrote only blank lines on stdout after the move_request, and no move: "
                         "write the move as one line of JSON, and nothing else, then flush stdout")
-            elif "R" in states:
+            elif computing:
                 return ("it was still computing when its time ran out: it is too slow for this time "
                         "control; keep each move within the per-move limit (the request's clocks say "
                         "it, and what is left in the bank)")
@@ -554,6 +558,22 @@ class BotHandle:
                 else:
                     found.add("other")
         return found
+
+    def _busy(self) -> bool:
+        """Whether the running bot used the CPU over the next BUSY_SAMPLE_S (for a hint only):
+        a JVM computes in a thread of its own while its main thread, the one whose state
+        /proc/<pid>/stat shows, waits; so the processes' CPU time (all their threads) is looked
+        at, not their state. A bot blocked on its input uses none."""
+        if self.process is None:
+            return False
+        pids = self.process.tree.pids()
+
+        def ticks() -> int:
+            return sum(found.cpu for found in map(read_stat, map(str, pids)) if found is not None)
+
+        before = ticks()
+        time.sleep(BUSY_SAMPLE_S)
+        return ticks() - before >= BUSY_SAMPLE_S * os.sysconf("SC_CLK_TCK") / 4
 
     def _states(self) -> set[str]:
         """The /proc states of the running bot's processes (R: on a CPU or waiting for one, so

@@ -558,6 +558,7 @@ STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself
     ("stops_itself.py", STOPPED),
     # too slow, not a protocol mistake: the flush hint sent a TA's students the wrong way
     ("thinks_forever.py", "it was still computing when its time ran out: it is too slow"),
+    ("thinks_in_a_thread.py", "it was still computing when its time ran out: it is too slow"),  # a JVM
     ("sleeps_too_long.py", "it was sleeping when its time ran out (not reading its input, not computing)"),
     ("answers_late.py", "it is too slow for this time control")])
 def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str) -> None:
