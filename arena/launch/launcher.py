@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import os
 import stat
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -106,8 +107,10 @@ class Launcher:
                                 stderr_log=stderr_log, pipes=True, scratch=scratch)
 
     def build_environment(self) -> dict[str, str]:
-        """The environment of a build: the harness's own, as a build run by hand would have."""
-        return dict(os.environ)
+        """The environment of a build: the harness's own, as a build run by hand would have;
+        without a TMPDIR there, the system's temporary folder (not the bot's folder, which
+        bot_environment's default would make it: `go build` then ignored the bot's go.mod)."""
+        return {"TMPDIR": tempfile.gettempdir(), **os.environ}
 
     @contextmanager
     def building(self, folder: Path) -> Iterator[Launcher]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -21,7 +23,8 @@ from arena.launch.bubblewrap import UID_BASE, SandboxLimits
 from arena.launch.cgroup import detect
 from arena.launch.launcher import LEVELS, BubblewrapLauncher, Launcher, UnconfinedLauncher
 from arena.launch.process import ResourceLimits
-from tests.helpers import needs_strict
+from arena.resources import sample_bots_dir
+from tests.helpers import ARENA_ARGV, needs_strict
 
 
 def py(code: str) -> list[str]:
@@ -114,7 +117,24 @@ def test_unconfined_gives_each_bot_a_private_home_removed_after_the_kill(tmp_pat
 
 
 def test_unconfined_builds_see_the_harness_environment() -> None:
-    assert UnconfinedLauncher().build_environment() == dict(os.environ)
+    assert UnconfinedLauncher().build_environment() == {"TMPDIR": tempfile.gettempdir(), **os.environ}
+
+
+def test_an_unconfined_build_without_tmpdir_gets_the_system_temp_folder(tmp_path: Path) -> None:
+    """Without TMPDIR in the user's environment a none build had TMPDIR = the bot's own folder,
+    and `go build` then ignored the bot's go.mod ("ignoring go.mod in system temp root"):
+    check-bot on the build as a user runs it, with no TMPDIR set."""
+    folder = tmp_path / "bot"
+    shutil.copytree(sample_bots_dir() / "random", folder)
+    manifest = (folder / "bot.toml").read_text()
+    build = 'echo TMPDIR=$TMPDIR; test \\"$TMPDIR\\" != \\"$PWD\\"'
+    (folder / "bot.toml").write_text(manifest + f'build = "{build}"\n')
+    env = {key: value for key, value in os.environ.items() if key != "TMPDIR"}
+    proc = subprocess.run([*ARENA_ARGV, "check-bot", str(folder), "--sandbox", "none", "--games", "1",
+                           "--logs", str(tmp_path / "logs")], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"TMPDIR={tempfile.gettempdir()}" in (tmp_path / "logs" / "random.build.log").read_text()
 
 
 def test_a_failed_start_leaves_no_private_home(tmp_path: Path) -> None:
