@@ -336,6 +336,12 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
         if copied.name != manifest.name:
             report.problems.append(f"{shown(str(bot))}: its bot.toml changed while it was copied")
             return Submission(report)
+        # The stamp tells versions apart (a resume refuses a changed entrant) and makes every
+        # build of this entrant, the check's included, run in a copy of its own at any level:
+        # what is installed is the source that passed, never written by a build.
+        submitted = {"submitted_at": datetime.now(UTC).isoformat(timespec="seconds"), "from": str(bot),
+                     "id": os.urandom(8).hex()}
+        (staging / "bot" / SUBMISSION).write_text(json.dumps(submitted) + "\n")
         # The check runs on the copy, which its author can no longer change (a root-owned 0700
         # folder): what is installed is what passed. Before, the folder was checked and then
         # copied, and files swapped in meanwhile were installed unchecked.
@@ -344,9 +350,6 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
                                                first_move_ms=first_move_ms), staging / "bot", bot)
         if report.problems:
             return Submission(report)
-        submitted = {"submitted_at": datetime.now(UTC).isoformat(timespec="seconds"), "from": str(bot),
-                     "id": os.urandom(8).hex()}
-        (staging / "bot" / SUBMISSION).write_text(json.dumps(submitted) + "\n")  # tells versions apart
         previous = None
         if target.exists() or target.is_symlink():
             if not replace:  # appeared while the check ran

@@ -178,9 +178,19 @@ class Manifest:
 
     def builds_in_copy(self, launcher: Launcher) -> bool:
         """Its build runs in a private copy of its folder (see :func:`build`): under a launcher
-        that copies builds (strict), and for a bot shipped inside the installed harness, whose
-        folder is not ours to write (a wheel's site-packages)."""
-        return bool(self.build) and (launcher.copies_builds or self.shipped)
+        that copies builds (strict); for a bot shipped inside the installed harness, whose
+        folder is not ours to write (a wheel's site-packages); and for an entrant installed by
+        `arena submit`, which stays what was checked (a none tournament's build wrote a
+        Cargo.lock there that the next strict one's cargo could not read)."""
+        return bool(self.build) and (launcher.copies_builds or self.shipped or self.submitted)
+
+    @property
+    def submitted(self) -> bool:
+        """The folder is an entrant installed by `arena submit` (it holds SUBMISSION)."""
+        try:
+            return stat.S_ISREG(os.lstat(self.folder / SUBMISSION).st_mode)
+        except OSError:
+            return False
 
     @property
     def shipped(self) -> bool:
@@ -243,8 +253,9 @@ def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | N
 
     Unconfined (no ``launcher``, or level none: an author's own machine) the build runs in
     the bot's own folder with the harness's environment, as ``make`` would; a bot shipped
-    with the harness is built in a private copy made at ``into`` instead (the installed
-    package is not ours to write). A launcher that copies builds (strict) runs it in a
+    with the harness, or installed by `arena submit`, is built in a private copy made at
+    ``into`` instead (the installed package is not ours to write; a submitted entrant stays
+    what was checked). A launcher that copies builds (strict) runs it in a
     private copy of the folder made at ``into`` (see :func:`private_copy`): under a uid of
     its own, with the bot's cgroup limits, no network, a scrubbed environment and only the
     copy writable; then the copy is handed back to root and the returned manifest points

@@ -42,10 +42,10 @@ def build_all(manifests: list[Manifest], log_dir: Path, labels: list[str], *,
 
     When the ``launcher`` copies builds (strict), each build runs confined in
     ``build_dir/<label>``, a private copy of the bot's folder (see
-    :func:`arena.bots.manifest.build`); so does a shipped bot's build under any launcher."""
+    :func:`arena.bots.manifest.build`); so does a shipped or submitted bot's build under any launcher."""
     launcher = launcher or UnconfinedLauncher()
     if build_dir is None and any(m.builds_in_copy(launcher) for m in manifests):
-        raise ValueError("sandboxed builds and shipped bots' builds need a build_dir")
+        raise ValueError("sandboxed builds and shipped or submitted bots' builds need a build_dir")
     built: dict[Path, Manifest | str] = {}
     runnable: list[Manifest] = []
     errors: dict[int, str] = {}

@@ -107,8 +107,8 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         _replay_ratings(store, progress)
         log_dir = config.out / "logs"
         lineup = tournament_lineup(config, launcher)
-        # Under strict (and a shipped bot at any level) built in <out>/builds/<name>/, which the
-        # workers then run; a Dask cluster builds on its workers (the coordinator may not be
+        # Under strict (and a shipped or submitted bot at any level) built in <out>/builds/<name>/,
+        # which the workers then run; a Dask cluster builds on its workers (the coordinator may not be
         # able to sandbox).
         if already < total and (executor is None or not launcher.copies_builds):
             lineup = build_lineup(lineup, log_dir, config.out / "builds")

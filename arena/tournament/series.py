@@ -90,7 +90,7 @@ class Lineup:
 
 def build_lineup(lineup: Lineup, log_dir: Path, build_dir: Path | None = None) -> Lineup:
     """Build every bot once, before workers start: the lineup to run, with the built copies
-    (under strict, and for shipped bots: in ``build_dir/<label>``, by default
+    (under strict, and for shipped or submitted bots: in ``build_dir/<label>``, by default
     ``log_dir/builds/<label>``) and the build errors as ``broken``."""
     manifests = lineup.manifests()  # read now, before any build can rewrite them
     built, errors = build_all(manifests, log_dir, list(lineup.labels), launcher=lineup.launcher,

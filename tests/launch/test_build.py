@@ -210,9 +210,10 @@ def test_a_strict_build_whose_toolchain_is_in_a_home_folder_is_told_why(tmp_path
             "/lib), the Python installation and its copy of the bot folder, so a toolchain in a home "
             "folder (~/.cargo, ~/.rustup, ~/go, nvm) is invisible to it: install the toolchain "
             "system-wide, or build before handing the bot in and ship the binary")
-    cases = {"cargo": ("cargo build --release", "'cargo' " + hint),
+    # toolchains this machine may well have installed system-wide go by other names here
+    cases = {"cargo": ("cargo-1.95 build --release", "'cargo-1.95' " + hint),
              "abs": ("/root/.cargo/bin/cargo build", "'/root/.cargo/bin/cargo' " + hint),
-             "bash": ("bash -c 'go build'", "'go' " + hint),
+             "bash": ("bash -c 'go1.23 build'", "'go1.23' " + hint),
              "source": ("cat main.c", None)}
     for name, (build_cmd, expected) in cases.items():
         source = write_bot(tmp_path / name, name, ["./bot"], build=build_cmd).folder
@@ -341,3 +342,24 @@ def test_play_and_a_tournament_print_a_failed_build_on_lines_of_their_own(tmp_pa
     # the build's output says why: no hint about the program it never made (it was inserted
     # into the stored reason, between the build's first line and its output)
     assert "hint:" not in ran.stdout + ran.stderr and "hint:" not in played.stdout + played.stderr
+
+
+def test_a_submitted_entrant_is_never_rebuilt_in_place(tmp_path: Path) -> None:
+    """Newcomer trial: `run-tournament --sandbox none` built a submitted Rust entrant in the
+    entrants folder (a Cargo.lock of another cargo, target/), and the next strict tournament's
+    cargo could not read that lock file: every game a start failure. What submit installed
+    stays what it checked: its builds run in <out>/builds/<name>/ at every level."""
+    entrants = tmp_path / "entrants"
+    source = _copy_bot("cbot", tmp_path / "cbot", build_cmd="cc -O2 -o bot bot.c && date +%N > built-here")
+    submitted = arena("submit", str(source), "--entrants", str(entrants), "--games", "2", "--sandbox", "none")
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    installed = {p.name: p.read_bytes() for p in (entrants / "cbot").iterdir()}
+    assert "built-here" not in installed and "bot" not in installed  # submit's own check built a copy
+    for command in (["run-tournament", "--bots", str(entrants), "--bots", RANDOM, "--games", "2",
+                     "--out", str(tmp_path / "out")], ["play", str(entrants / "cbot"), RANDOM, "--games", "2",
+                                                       "--logs", str(tmp_path / "logs")]):
+        ran = arena(*command, "--sandbox", "none")
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert {p.name: p.read_bytes() for p in (entrants / "cbot").iterdir()} == installed
+    assert (tmp_path / "out" / "builds" / "cbot" / "built-here").is_file()
+    assert sorted(reason for *_, reason in _games(tmp_path / "out")) == ["normal", "normal"]
