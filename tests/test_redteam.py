@@ -336,14 +336,24 @@ def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path
     assert not (tmp_path / "entrants").exists()  # made for the submission, removed with its refusal
 
 
-@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a=" * 5000 + "}" * 5000])
-def test_a_bot_toml_nested_too_deeply_is_a_one_line_error(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize("line", ["description = " + "[" * 5000 + "]" * 5000,
+                                  "description = " + "{a=" * 5000 + "}" * 5000,
+                                  "description" + ".k" * 1000 + " = 1",  # repr() in the schema check
+                                  "[description" + ".k" * 1000 + "]\nx = 1",
+                                  "k" + ".k" * 30_000 + " = 1",  # tomllib: ~12 s, growing as depth**2
+                                  "description" + ".k" * 40 + " = 1"])
+def test_a_bot_toml_nested_too_deeply_is_a_one_line_error(tmp_path: Path, line: str) -> None:
+    """Red team: a 2 KB bot.toml with a key 1,000 levels deep made every command print a
+    traceback (RecursionError in repr()); one of 500,000 levels (1 MB) kept each about an hour."""
     bot = tmp_path / "bot"
     bot.mkdir()
-    (bot / "bot.toml").write_text(f'name = "x"\ncommand = "python bot.py"\ndescription = {value}\n')
+    (bot / "bot.toml").write_text(f'name = "x"\ncommand = "python bot.py"\n{line}\n')
+    started = time.monotonic()
     run = arena("check-bot", str(bot), "--sandbox", "none", timeout=60)
-    assert "Traceback" not in run.stderr, run.stderr[-1000:]  # RecursionError in tomllib
-    assert "nested too deeply" in run.stdout + run.stderr
+    assert time.monotonic() - started < 10, "the depth is checked before tomllib parses"
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-1000:]
+    assert "nested too deeply" in run.stdout + run.stderr or \
+        "tables or arrays nested more than 32 levels deep" in run.stdout + run.stderr
 
 
 # ------------------------------------------------------------------ disk

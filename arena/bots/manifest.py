@@ -220,7 +220,7 @@ def _argument_problems(data: dict[str, object]) -> list[str]:
     return found
 
 
-MANIFEST_MAX_BYTES = 1 << 20
+MANIFEST_MAX_BYTES = 64 << 10  # a bot.toml is a few lines; a long description fits
 
 
 def _read_manifest(path: Path) -> str:
@@ -242,7 +242,7 @@ def _read_manifest(path: Path) -> str:
     finally:
         os.close(fd)
     if len(data) > MANIFEST_MAX_BYTES:
-        raise OSError(f"larger than {MANIFEST_MAX_BYTES >> 20} MiB")
+        raise OSError(f"larger than {MANIFEST_MAX_BYTES >> 10} KiB")
     return data.decode("utf-8")
 
 

@@ -91,11 +91,27 @@ _TOML_AT = re.compile(r"\(at line (\d+), column \d+\)$")
 _BARE_VALUE = re.compile(r"\s*[\w.\"' -]+=\s*[A-Za-z_./][\w./ -]*(#.*)?")  # key = bare words
 
 
+TOML_MAX_DEPTH = 32
+"""Levels of tables and arrays a bot.toml or a config may nest: a few are used. A key of
+thousands (``a.b.c...``) took tomllib minutes (its time grows with the square of the depth)
+and then made the schema check's repr() recurse past Python's limit."""
+# The key of a line `a.b.c = ...` or `[a.b.c]` (keys never span lines); greedy with nothing
+# after it that overlaps, so a line that is no such thing costs one pass.
+_KEY_OF_LINE = re.compile(r"[ \t]*\[{0,2}([A-Za-z0-9_\-.\"' \t]+)[=\]]")
+
+
 def parse_toml(text: str, source: str) -> dict[str, Any]:
     """The TOML ``text`` of a file users write (a bot.toml, a tournament config): a leading
     UTF-8 byte-order mark (which some editors write) is dropped. Raises ConfigError
     ``SOURCE: not valid TOML: ...``, with a hint for a bare word as a value, the commonest
-    slip (``protocol = stdio``: "Invalid value" alone does not say that quotes are missing)."""
+    slip (``protocol = stdio``: "Invalid value" alone does not say that quotes are missing),
+    or when tables and arrays nest more than TOML_MAX_DEPTH levels."""
+    too_deep = f"{source}: tables or arrays nested more than {TOML_MAX_DEPTH} levels deep"
+    for number, line in enumerate(text.splitlines(), 1):
+        key = _KEY_OF_LINE.match(line) if line.count(".") > TOML_MAX_DEPTH else None
+        if key is not None and key.group(1).count(".") >= TOML_MAX_DEPTH:
+            raise ConfigError(f"{too_deep} (line {number}: a dotted key of {key.group(1).count('.') + 1} "
+                              "parts)")
     try:
         data: dict[str, Any] = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:  # the message ends with "(at line L, column C)"
@@ -109,7 +125,22 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(f"{source}: not valid TOML: {message}") from None
     except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
         raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
+    if _depth(data) > TOML_MAX_DEPTH:
+        raise ConfigError(too_deep)
     return data
+
+
+def _depth(value: Any) -> int:
+    """How deep tables and arrays nest in ``value`` (walked without recursion), counted up to
+    one level past TOML_MAX_DEPTH."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack and deepest <= TOML_MAX_DEPTH:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def check(data: Any, schema: Mapping[str, Any] | str, source: str, *, table: str = "table") -> None:
