@@ -25,6 +25,7 @@ from arena.bots.manifest import Manifest
 from arena.channel.session import BAD_TEXT_CHARS, BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
+from arena.launch.bubblewrap import SandboxLimits
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
 from arena.launch.process import BotProcess
 from arena.launch.proctree import read_stat
@@ -66,7 +67,12 @@ _SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "ex
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
 _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 _ZMQ_VARIABLE = re.compile(r"\bARENA_(TOKEN|ENDPOINT)\b")
-_FLUSH_IDIOMS = "print(..., flush=True), fflush(stdout), System.out.flush(), Perl's $| = 1"
+_FLUSH_IDIOMS = ("print(..., flush=True), fflush(stdout), System.out.flush() (a BufferedWriter's own "
+                 "flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), Perl's $| = 1")
+# A JVM's unified logging line ("[0.346s][warning][os,thread] ..."), which goes to stdout.
+_JVM_LOG_LINE = re.compile(r"\[\d+\.\d+s\]\[(?:warning|error|info)\]")
+NEXT_LINES = 3  # lines of stdout shown after one that is not JSON, when the bot dies with it
+_DYING_S = 0.3  # how long a bot that wrote a line that is not JSON is given to exit, for that
 # Interpreters that read a script's carriage returns as part of its lines (Python and Node do not).
 _CRLF_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "perl", "ruby", "awk"})
 # Interpreters by file extension, for a script without a #! line.
@@ -403,13 +409,54 @@ class BotHandle:
             return crash
         bad_text = (self.session.bad_text if self.session is not None else "").strip()
         if isinstance(error, MalformedMessageError) and stdio and bad_text:
+            if _JVM_LOG_LINE.match(bad_text):
+                threads = ("Failed to start thread" in bad_text or "native thread" in bad_text)
+                return ("a JVM writes its own warnings on stdout: give java -Xlog:disable "
+                        "-Xlog:all=warning:stderr (they then go to the bot's log)"
+                        + ("; it could not start a thread: under --sandbox strict a bot has at most "
+                           f"{self._sandbox_limits().processes} processes and threads" if threads else ""))
             if bad_text[0] not in "{[":
+                dying = self._dying_words()
+                if dying:
+                    return dying
                 return ("stdout carries only protocol messages: print debug output to stderr "
                         "(it goes to the bot's log)")
             if len(bad_text) < BAD_TEXT_CHARS and bad_text[-1] in "{[,:":  # a message's first line
                 return ("one message per line: write each message as one line of JSON (no "
                         "pretty-printing, no newlines inside a message)")
         return self._setpriv_note().strip(" ()") if starting else ""
+
+    def _dying_words(self) -> str:
+        """For a bot that wrote a line that is not JSON and then died (a JVM writes why it
+        cannot start, or its fatal error, on stdout): its next lines, and what a JVM's mean;
+        "" for a bot still running (a debug print)."""
+        if self.process is None or not isinstance(self.channel, StdioChannel):
+            return ""
+        deadline = time.monotonic() + _DYING_S
+        while self.process.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.process.is_alive():
+            return ""
+        lines = self.channel.unread_lines(NEXT_LINES)
+        if not lines:
+            return ""
+        said = "its next lines on stdout, as it died: " + " | ".join(
+            json.dumps(line.strip()[:200]) for line in lines)
+        text = " ".join(lines)
+        if "object heap" in text or "insufficient memory for the Java Runtime" in text:
+            return (said + "; the JVM could not get the heap it was given: give it -Xmx well under the "
+                    f"bot's memory ({self._memory_limit()}), e.g. -Xmx512m")
+        return said + "; a program that fails may write why on stdout (a JVM does)"
+
+    def _memory_limit(self) -> str:
+        if isinstance(self.launcher, BubblewrapLauncher):
+            return f"{self._sandbox_limits().memory_bytes >> 20} MiB under --sandbox strict"
+        return f"{self.launcher.limits.address_space_bytes >> 20} MiB of address space under --sandbox none"
+
+    def _sandbox_limits(self) -> SandboxLimits:
+        """The strict sandbox's limits: this bot's, or those a strict tournament would give it."""
+        launcher = self.launcher
+        return launcher.sandbox_limits if isinstance(launcher, BubblewrapLauncher) else SandboxLimits()
 
     def _crash_hint(self, error: BotTerminatedError) -> str:
         """For a bot that died: writing into its folder under the sandbox (read-only there), a
@@ -423,6 +470,11 @@ class BotHandle:
             return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
                     "private temporary folder), never next to the bot")
         text = str(error)
+        if "out of memory" in text:  # before "died before its first move": that is why it died
+            java = Path(self.manifest.command[0]).name == "java"
+            return ("it used more memory than a bot may have: use less"
+                    + (" (a JVM sizes its heap from the machine's memory unless given -Xmx: give it "
+                       "well under the limit, e.g. -Xmx512m)" if java else ""))
         memory = any(f"({name})" in text for name in _MEMORY_SIGNALS)
         # lines: stdio only (a ZeroMQ bot's messages are frames)
         sent = self.session.last_sent if self.session is not None and self.manifest.protocol == "stdio" else 0

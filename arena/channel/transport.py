@@ -41,6 +41,7 @@ Neither class is thread-safe: a referee drives its channels from one thread.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -135,6 +136,10 @@ class Inbox:
             self._queue.clear()
         else:
             self._queue.append(item)
+
+    def peek(self, count: int) -> list[str]:
+        """The oldest ``count`` unread items that are messages (not errors), left in place."""
+        return [item for item in itertools.islice(self._queue, count) if isinstance(item, str)]
 
     def take(self) -> str:
         """The oldest message; raises the flood, or the oldest item when it is an error
@@ -504,6 +509,12 @@ class StdioChannel(PipeChannel):
         if not self._closed:
             self._read_available()
         return self.bytes_read > self._read_at_send
+
+    def unread_lines(self, count: int) -> list[str]:
+        """Up to ``count`` lines the bot wrote that were not read yet (for a hint)."""
+        if not self._closed:
+            self._read_available()
+        return self.inbox.peek(count)
 
     def partial_line(self) -> bytes:
         """What the bot wrote after its last newline so far (a message it has not ended)."""

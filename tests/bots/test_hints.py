@@ -73,7 +73,8 @@ def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "no hello within 2 s" in out, out
     assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
-            "fflush(stdout), System.out.flush(), Perl's $| = 1); or it is still starting: say hello "
+            "fflush(stdout), System.out.flush() (a BufferedWriter's own flush()), Go's bufio Writer.Flush(), "
+            "Rust's io::stdout().flush(), Perl's $| = 1); or it is still starting: say hello "
             "first, then load (the start limit is 2 s; the Python SDK's run(setup=...) does "
             "this)") in out, out
 
@@ -138,6 +139,25 @@ def test_a_debug_print_on_stdout_is_told_to_go_to_stderr(tmp_path: Path) -> None
     assert code == 1 and 'not JSON (Expecting value; line 1 column 1): "DEBUG: got request' in out, out
     assert ("- hint: stdout carries only protocol messages: print debug output to stderr (it goes to "
             "the bot's log)") in out, out
+
+
+@pytest.mark.parametrize(("mode", "hint"), [
+    ("heap", 'its next lines on stdout, as it died: "Could not reserve enough space for 8388608KB object '
+             'heap"; the JVM could not get the heap it was given: give it -Xmx well under the bot\'s memory '
+             "(4096 MiB of address space under --sandbox none), e.g. -Xmx512m"),
+    ("threads", "a JVM writes its own warnings on stdout: give java -Xlog:disable -Xlog:all=warning:stderr "
+                "(they then go to the bot's log); it could not start a thread: under --sandbox strict a bot "
+                "has at most 256 processes and threads"),
+    ("plain", 'its next lines on stdout, as it died: "giving up"; a program that fails may write why on '
+              "stdout (a JVM does)")])
+def test_a_program_dying_with_its_reason_on_stdout_gets_the_reason(tmp_path: Path, mode: str,
+                                                                   hint: str) -> None:
+    """Newcomer trial, Java: a JVM that cannot start writes why on stdout, and only its first line
+    ("Error occurred during initialization of VM") was shown, with the debug-print hint."""
+    code, out = check_bot(newcomer(tmp_path, "dies_saying_why.py", mode, name=mode))
+    assert code == 1 and "not JSON" in out, out
+    assert f"- hint: {hint}" in out, out
+    assert "print debug output to stderr" not in out, out
 
 
 @pytest.mark.parametrize(("mode", "reason"), [
@@ -543,7 +563,8 @@ def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) ->
 
 
 SILENT_MOVE = "it wrote nothing on stdout after the move_request and was not computing: flush stdout " \
-    "after every message (print(..., flush=True), fflush(stdout), System.out.flush(), Perl's $| = 1), and " \
+    "after every message (print(..., flush=True), fflush(stdout), System.out.flush() (a BufferedWriter's " \
+    "own flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), Perl's $| = 1), and " \
     "read stdin line by line (not to end of file)"
 STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its process group), so " \
     "it could not answer: a bot must never stop itself"

@@ -182,6 +182,9 @@ def test_memory_balloon_is_killed_and_loses(tmp_path: Path) -> None:
     (result,), log = play(tmp_path, sandboxed_bot(tmp_path, "balloon"))
     assert result.termination is Termination.CRASH and result.loser == 0, result.detail
     assert "out of memory" in result.detail and "1024 MiB" in result.detail
+    # why it died, not when (newcomer trial: a JVM killed so was told "it died before its first move")
+    assert "hint: it used more memory than a bot may have: use less" in result.detail, result.detail
+    assert "died before its first move" not in result.detail
 
 
 def test_fork_bomb_stops_at_the_process_limit(tmp_path: Path) -> None:
