@@ -385,7 +385,7 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
     if timed_out:
         raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}{_gist(output)}")
     if code != 0:
-        hint = _missing_program_hint(output) if launcher.copies_builds else ""
+        hint = _confined_build_hint(output, manifest.build) if launcher.copies_builds else ""
         raise BotStartError(f"{what} failed with {status}{where}{hint}{_gist(output)}")
 
 
@@ -451,10 +451,38 @@ _NOT_FOUND = re.compile(r"^(?P<who>[^\s:]+)(?:: (?:\d+|line \d+))?: '?(?P<progra
 _RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "env", "make", "gmake", "xargs", "exec"})
 
 
+# A build reaching for the network, which a confined one does not have (cargo, go, pip, npm, curl).
+_NO_NETWORK = re.compile(r"Could not resolve host|Temporary failure in name resolution|Name or service "
+                         r"not known|failed to resolve address|[Nn]etwork is unreachable|getaddrinfo|"
+                         r"Failed to establish a new connection|dial tcp")
+_WRITE_REFUSED = re.compile(r"Permission denied|Read-only file system|could not create parent directories")
+
+
+def _confined_build_hint(output: str, command: str | None) -> str:
+    """For a failed build under the sandbox, as `` - hint: ...`` (else ""): a program it did
+    not find, the network it tried to reach, or a place outside its copy it could not write,
+    each of which the sandbox explains."""
+    missing = _missing_program_hint(output)
+    if missing:
+        return missing
+    tail = output.splitlines()[-200:]
+    if any(_NO_NETWORK.search(line) for line in tail):
+        return (" - hint: a build under --sandbox strict has no network: put what it downloads in the "
+                "bot folder (cargo vendor, go mod vendor, pip download, npm's node_modules), or build "
+                "before handing the bot in and ship the binary")
+    words = [word.strip("'\"") for word in (command or "").replace("=", " ").split()]
+    outside = [word for word in words if word == ".." or word.startswith("../") or "/../" in word
+               or word.startswith("/") and not word.startswith(("/tmp", "/dev/"))]
+    if outside and any(_WRITE_REFUSED.search(line) for line in tail):
+        return (f" - hint: a build under --sandbox strict can write only in its copy of the bot folder "
+                f"and in $TMPDIR, not {shown(outside[0], 60)}: build into the folder (e.g. -o bot, -d .)")
+    return ""
+
+
 def _missing_program_hint(output: str) -> str:
-    """For a failed build under the sandbox: when its output says a program was not found,
-    what to do about it (a toolchain installed in a home folder is not in the sandbox's
-    view), as `` - hint: ...``; else ""."""
+    """When a failed confined build's output says a program was not found, what to do about
+    it (a toolchain installed in a home folder is not in the sandbox's view), as
+    `` - hint: ...``; else ""."""
     for line in output.splitlines()[-200:]:
         found = _NOT_FOUND.match(line.strip())
         if found is None or (found["said"].startswith("No such")

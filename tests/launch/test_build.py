@@ -224,6 +224,21 @@ def test_a_strict_build_whose_toolchain_is_in_a_home_folder_is_told_why(tmp_path
             assert "hint" not in first, first
         else:
             assert first.endswith(f".build.log) - hint: {expected}; from its output:"), first
+    # newcomer trial: cargo fetching a crate, javac writing to ../classes, both without a hint
+    network = ("a build under --sandbox strict has no network: put what it downloads in the bot folder "
+               "(cargo vendor, go mod vendor, pip download, npm's node_modules), or build before handing "
+               "the bot in and ship the binary")
+    outside = ("a build under --sandbox strict can write only in its copy of the bot folder and in $TMPDIR, "
+               "not '../classes': build into the folder (e.g. -o bot, -d .)")
+    for name, build_cmd, expected in (
+            ("fetch", f"{sys.executable} -c \"import socket; socket.getaddrinfo('github.com', 443)\"",
+             network),
+            ("javac", "mkdir -p ../classes && touch ../classes/Bot.class", outside)):
+        source = write_bot(tmp_path / name, name, ["./bot"], build=build_cmd).folder
+        proc = arena("check-bot", str(source), "--sandbox", "strict", "--logs", str(tmp_path / "logs"))
+        first = next(line for line in proc.stderr.splitlines() if "build command" in line)
+        assert proc.returncode == 1 and first.endswith(f".build.log) - hint: {expected}; from its output:"), \
+            proc.stderr
     source = write_bot(tmp_path / "none", "none", ["./bot"], build="cargo-not-here build").folder
     proc = arena("check-bot", str(source), "--sandbox", "none", "--logs", str(tmp_path / "logs"))
     assert proc.returncode == 1 and "not found" in proc.stderr and "hint" not in proc.stderr, proc.stderr
