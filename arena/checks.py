@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import stat
 import sys
@@ -29,6 +30,7 @@ from arena.tournament.series import InProcess, Lineup, run_series
 from arena.untrusted import copy_folder, file_name, for_terminal, inside, remove_tree, shown
 
 SLOW_START_S = 2.0
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass
@@ -200,10 +202,13 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             last_lost_by_fault = result.loser is not None and seats[result.loser] == 0
             if last_lost_by_fault:
                 problem = f"{result.termination.value}: {result.detail}"
-                same = seen.get(problem)  # the same traceback 4 times hid what else went wrong
+                # The same traceback 4 times hid what else went wrong; told apart by its words,
+                # not its numbers (a pid, a JVM's uptime, a time in ms differ every game).
+                kind = _DIGITS.sub("0", problem)
+                same = seen.get(kind)
                 report.problems.append(f"game {number}: " + (problem if same is None else
                                                            f"{result.termination.value}, as in game {same}"))
-                seen.setdefault(problem, number)
+                seen.setdefault(kind, number)
 
         def timed_out_now(spec: GameSpec, result: GameResult) -> bool:
             """Stop at the bot's first timeout: each of the others would cost the whole

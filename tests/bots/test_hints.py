@@ -329,6 +329,10 @@ def test_the_same_problem_in_several_games_is_told_once(tmp_path: Path) -> None:
     assert code == 1 and out.count("crash: bot crashy: exit code 3") == 1, out
     for game in (2, 3, 4):
         assert f"  - game {game}: crash, as in game 1" in out, out
+    # newcomer trial, Rust: a panic names the pid, another each game; it is the same problem
+    code, out = check_bot(newcomer(tmp_path, "panics_with_pid.py"), "--games", "4")
+    assert code == 1 and out.count("panicked at src/main.rs:12:5") == 1, out
+    assert all(f"  - game {game}: crash, as in game 1" in out for game in (2, 3, 4)), out
 
 
 def test_a_hello_name_other_than_bot_toml_s_is_warned_about(tmp_path: Path) -> None:
