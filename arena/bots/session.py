@@ -316,7 +316,7 @@ class BotHandle:
         except OSError:
             return []
         found = [line if len(line) <= _LOG_LINE_CHARS else line[:_LOG_LINE_CHARS - 3] + "..."
-                 for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+                 for line in data.decode("utf-8", "replace").expandtabs().splitlines() if line.strip()]
         return found[-lines:] if lines > 0 else []
 
     def hint(self, error: BaseException) -> str:

@@ -332,6 +332,7 @@ def test_the_same_problem_in_several_games_is_told_once(tmp_path: Path) -> None:
     # newcomer trial, Rust: a panic names the pid, another each game; it is the same problem
     code, out = check_bot(newcomer(tmp_path, "panics_with_pid.py"), "--games", "4")
     assert code == 1 and out.count("panicked at src/main.rs:12:5") == 1, out
+    assert "        at bot::main (src/main.rs:12)" in out and "\\x09" not in out, out  # a tab, shown as one
     assert all(f"  - game {game}: crash, as in game 1" in out for game in (2, 3, 4)), out
 
 
