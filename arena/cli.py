@@ -166,12 +166,33 @@ class BotFolder(click.Path):
             elif path.exists() and not path.is_dir():
                 self.fail(for_terminal(f"{value}: not a folder; give the bot's folder (the one holding "
                                        f"{MANIFEST})", newlines=False), param, ctx)
-            elif not os.path.lexists(path) and path.parts[:-1] in ((), ("sample_bots",)):
-                from arena.resources import sample_bots_dir
+            else:
+                value = _sample_bot(path) or value
+        return super().convert(value, param, ctx)
 
-                shipped = sample_bots_dir() / path.name
-                if path.name and (shipped / MANIFEST).is_file():
-                    value = shipped
+
+def _sample_bot(path: Path) -> Path | None:
+    """The sample bot shipped with arena that ``path`` names (``mcts``, ``sample_bots/mcts``)
+    when nothing is there, else None."""
+    from arena.bots.manifest import MANIFEST
+    from arena.resources import sample_bots_dir
+
+    if os.path.lexists(path) or path.parts[:-1] not in ((), ("sample_bots",)) or not path.name:
+        return None
+    shipped = sample_bots_dir() / path.name
+    return shipped if (shipped / MANIFEST).is_file() else None
+
+
+class EntrantsPath(click.Path):
+    """A ``--bots`` value: a bot folder or a folder of bot folders, or the name of a sample bot
+    when nothing of that name is here (as play and check-bot take it)."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, Path)):
+            value = _sample_bot(Path(value)) or value
         return super().convert(value, param, ctx)
 
 
@@ -555,8 +576,8 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 
 @main.command("run-tournament")
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--bots", "entrants", multiple=True, type=click.Path(path_type=Path),
-              help="A bot folder or a folder of bot folders (repeatable).")
+@click.option("--bots", "entrants", multiple=True, type=EntrantsPath(),
+              help="A bot folder, a folder of bot folders, or a sample bot's name (repeatable).")
 @click.option("--name", help="Tournament name (results go to results/<name>).")
 @click.option("--format", "format_", type=click.Choice(["round-robin", "gauntlet"]))
 @click.option("--challenger", "challengers", multiple=True,

@@ -298,3 +298,16 @@ def test_run_tournament_help_says_the_defaults_in_force() -> None:
     for option, key in (("--games", "games"), ("--seed", "seed"), ("--time-per-move", "per_move_ms"),
                         ("--bank-ms", "bank_ms"), ("--first-move-ms", "first_move_ms")):
         assert f"default {DEFAULTS[key]}" in text.split(option, 1)[1].split(" --", 1)[0], option
+
+
+def test_bots_takes_a_sample_bot_s_name_as_play_does(tmp_path: Path) -> None:
+    """Newcomer trial: `--bots ent --bots cbot` was 'no such folder', where play and check-bot
+    take a sample bot's name; a folder of that name here still comes first."""
+    (tmp_path / "random").mkdir()
+    proc = arena("run-tournament", "--bots", "greedy", "--bots", "sample_bots/random", "--games", "2",
+                 "--sandbox", "none", "--out", str(tmp_path / "out"), cwd=tmp_path / "random")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert stored_games(tmp_path / "out") == 2 and "greedy" in proc.stdout and "random" in proc.stdout
+    local = arena("run-tournament", "--bots", "random", "--bots", "greedy", "--games", "2",
+                  "--sandbox", "none", "--out", str(tmp_path / "out2"), cwd=tmp_path)
+    assert local.returncode != 0 and "not a bot folder (no bot.toml)" in local.stderr, local.stderr
