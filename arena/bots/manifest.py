@@ -28,6 +28,7 @@ import os
 import re
 import select
 import shlex
+import shutil
 import stat
 import sys
 import time
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.errors import ArenaError, BotStartError, ConfigError
+from arena.launch.process import BOT_PATH
 from arena.resources import package_path, sample_bots_dir
 from arena.schemas import got, load_schema, parse_toml, problem
 from arena.schemas import problems as schema_problems
@@ -476,7 +478,22 @@ def _confined_build_hint(output: str, command: str | None) -> str:
     if outside and any(_WRITE_REFUSED.search(line) for line in tail):
         return (f" - hint: a build under --sandbox strict can write only in its copy of the bot folder "
                 f"and in $TMPDIR, not {shown(outside[0], 60)}: build into the folder (e.g. -o bot, -d .)")
-    return ""
+    return _other_toolchain_hint(words[0] if words else "")
+
+
+def _other_toolchain_hint(program: str) -> str:
+    """When the user's PATH finds the build's program somewhere else than the system folders
+    a confined build searches (~/.cargo/bin/cargo against /usr/bin/cargo: another version,
+    whose Cargo.lock the system's cannot read), that the build ran the system's; else ""."""
+    if not program or "/" in program:
+        return ""
+    confined = shutil.which(program, path=BOT_PATH)
+    yours = shutil.which(program)
+    if confined is None or yours is None or os.path.realpath(confined) == os.path.realpath(yours):
+        return ""
+    return (f" - hint: under --sandbox strict the build ran {shown(confined, 80)}, the system's; your "
+            f"PATH finds {shown(yours, 80)} first, maybe another version: make the bot build with the "
+            "system's toolchain, or build before handing it in and ship the binary")
 
 
 def _missing_program_hint(output: str) -> str:

@@ -239,6 +239,19 @@ def test_a_strict_build_whose_toolchain_is_in_a_home_folder_is_told_why(tmp_path
         first = next(line for line in proc.stderr.splitlines() if "build command" in line)
         assert proc.returncode == 1 and first.endswith(f".build.log) - hint: {expected}; from its output:"), \
             proc.stderr
+    # newcomer trial: ~/.cargo/bin/cargo in the shell, /usr/bin/cargo in the sandbox (its lock file
+    # version unreadable there): the failure says which the build ran
+    yours = tmp_path / "home-bin"
+    yours.mkdir()
+    (yours / "tar").write_text("#!/bin/sh\nexit 0\n")
+    (yours / "tar").chmod(0o755)
+    source = write_bot(tmp_path / "tar", "tar", ["./bot"], build="tar --lock-version 4").folder
+    proc = arena("check-bot", str(source), "--sandbox", "strict", "--logs", str(tmp_path / "logs"),
+                 env={"PATH": f"{yours}:{os.environ['PATH']}"})
+    first = next(line for line in proc.stderr.splitlines() if "build command" in line)
+    system_tar = shutil.which("tar", path="/usr/local/bin:/usr/bin:/bin")
+    assert f"- hint: under --sandbox strict the build ran '{system_tar}', the system's; your PATH finds " \
+           f"'{yours / 'tar'}' first, maybe another version" in first, proc.stderr
     source = write_bot(tmp_path / "none", "none", ["./bot"], build="cargo-not-here build").folder
     proc = arena("check-bot", str(source), "--sandbox", "none", "--logs", str(tmp_path / "logs"))
     assert proc.returncode == 1 and "not found" in proc.stderr and "hint" not in proc.stderr, proc.stderr
