@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from arena.errors import ArenaError, BotStartError, ConfigError
 from arena.launch.process import BOT_PATH
 from arena.resources import package_path, sample_bots_dir
-from arena.schemas import got, load_schema, parse_toml, problem
+from arena.schemas import got, load_schema, parse_toml, problem, toml_text
 from arena.schemas import problems as schema_problems
 from arena.untrusted import (
     ARGUMENT_RULE,
@@ -94,6 +94,9 @@ def _manifest_hint(folder: Path) -> str:
     near = sorted(name for name in names if name != MANIFEST and _near_manifest(name))
     if near:
         return f": it holds {shown(near[0], 60)}; the file must be named exactly {MANIFEST}"
+    inner = sorted(name for name in names[:100] if os.path.isfile(folder / name / MANIFEST))
+    if inner:  # an archive unpacked into a folder of its own name: mybot/mybot/bot.toml
+        return f": it holds {shown(inner[0] + '/' + MANIFEST, 80)}; give that folder ({shown(inner[0], 60)})"
     return (f"; a bot folder holds a {MANIFEST} naming the bot and its command (README, 'Bots'), "
             "or start from one: `arena new-bot DIR --lang python` (or js, c, cpp, java, python-zmq)")
 
@@ -145,10 +148,10 @@ class Manifest:
             raise ConfigError(f"{folder}: not a bot folder (no such directory; the sample bots that ship "
                               f"with arena go by their names: {', '.join(samples)})")
         try:
-            text = _read_manifest(path)
+            text = toml_text(_read_manifest(path), str(path))
         except FileNotFoundError:
             raise ConfigError(f"{folder}: not a bot folder (no {MANIFEST}){_manifest_hint(folder)}") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc}") from None
         data = parse_toml(text, str(path))
         table = next((key for key, value in data.items()
@@ -172,7 +175,7 @@ class Manifest:
             # ["", "a"] or "'' a": Popen would try to execute a file named '' (Permission denied)
             problems.append(problem("command", "a program to run as the first word (not empty, not only "
                                     "spaces), e.g. command = \"python bot.py\"", got(raw_command)))
-        problems += _argument_problems(data)
+        problems += _argument_problems(data) or _windows_path_problems(data)
         if problems:
             raise ManifestError(path, problems)
         return cls(folder, data["name"], command, data.get("protocol", "zmq"), data.get("build"),
@@ -209,6 +212,22 @@ class Manifest:
         return words
 
 
+# In a command: a backslash before a letter, digit, '.' or '_' (C:\bot.exe, .\bot.py: shlex drops
+# it), or what a TOML escape made of one (.\bot.py in a "string" is '.', backspace, 'ot.py').
+_WINDOWS_PATH = re.compile(r"\\[\w.]|[\x00-\x08\x0a-\x1f]")
+
+
+def _windows_path_problems(data: dict[str, object]) -> list[str]:
+    """A ``command`` written with Windows paths: its backslashes are escapes to TOML and shell
+    quoting alike, so the words run are not the ones written."""
+    value = data.get("command")
+    texts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    if any(isinstance(text, str) and _WINDOWS_PATH.search(text) for text in texts):
+        return [problem("command", "paths written with / and relative to the bot's folder (backslashes "
+                        "are escapes here: a Windows path?), e.g. command = \"python bot.py\"", got(value))]
+    return []
+
+
 def _argument_problems(data: dict[str, object]) -> list[str]:
     """The keys whose text becomes a command line (``command``, ``build``) holding what no
     command line can (:func:`arena.untrusted.is_argument`): refused here, at load, rather
@@ -225,12 +244,12 @@ def _argument_problems(data: dict[str, object]) -> list[str]:
 MANIFEST_MAX_BYTES = 64 << 10  # a bot.toml is a few lines; a long description fits
 
 
-def _read_manifest(path: Path) -> str:
-    """The text of a bot.toml: a regular file of at most MANIFEST_MAX_BYTES. Opened without
+def _read_manifest(path: Path) -> bytes:
+    """The bytes of a bot.toml: a regular file of at most MANIFEST_MAX_BYTES. Opened without
     blocking, so a FIFO (or a link to one, or to /dev/zero) is an error, not a hang or a
     harness filling its memory. Never through a link (O_NOFOLLOW): `arena submit` refuses
     links before it reads, and a link swapped in after that check must not be read (as root)
-    either. Raises OSError or UnicodeDecodeError."""
+    either. Raises OSError."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
@@ -245,7 +264,7 @@ def _read_manifest(path: Path) -> str:
         os.close(fd)
     if len(data) > MANIFEST_MAX_BYTES:
         raise OSError(f"larger than {MANIFEST_MAX_BYTES >> 10} KiB")
-    return data.decode("utf-8")
+    return data
 
 
 def build(manifest: Manifest, log: Path | None = None, *, launcher: Launcher | None = None,

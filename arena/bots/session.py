@@ -72,6 +72,11 @@ _FLUSH_IDIOMS = ("print(..., flush=True), fflush(stdout), System.out.flush() (a 
 # A JVM's unified logging line ("[0.346s][warning][os,thread] ..."), which goes to stdout.
 _JVM_LOG_LINE = re.compile(r"\[\d+\.\d+s\]\[(?:warning|error|info)\]")
 NEXT_LINES = 3  # lines of stdout shown after one that is not JSON, when the bot dies with it
+_WINDOWS_PYTHONS = frozenset({"py", "py.exe", "python.exe", "python3.exe", "pythonw", "pythonw.exe"})
+# A line a Python bot printed with print(message) rather than json.dumps: a dict's repr
+_PYTHON_REPR = re.compile(r"""\{'[^']*': """)
+# A file a bot (Python) was refused: "Permission denied: 'mybot.log'", "can't open file '...': [Errno 13]"
+_DENIED_PATH = re.compile(r"Permission denied: '([^']{1,300})'|can't open file '([^']{1,300})': \[Errno 13\]")
 _DYING_S = 0.3  # how long a bot that wrote a line that is not JSON is given to exit, for that
 # Interpreters that read a script's carriage returns as part of its lines (Python and Node do not).
 _CRLF_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "perl", "ruby", "awk"})
@@ -99,6 +104,23 @@ def _read_head(folder: Path, word: str) -> tuple[os.stat_result, bytes] | None:
     except (OSError, RuntimeError):
         return None
     return (info, head) if stat.S_ISREG(info.st_mode) else None
+
+
+def _named_alike(folder: Path, word: str) -> str | None:
+    """The entry of ``word``'s folder (inside the bot's ``folder``) whose name differs from
+    ``word``'s only in case (Bot.py for bot.py: Windows does not tell them apart), or None;
+    among the first MISSING_SCAN entries (a folder may be huge)."""
+    path = Path(os.path.normpath(folder / word))
+    if not _within(path.parent, folder) or os.path.lexists(path):
+        return None
+    try:
+        with os.scandir(path.parent) as entries:
+            for entry in itertools.islice(entries, MISSING_SCAN):
+                if entry.name != path.name and entry.name.lower() == path.name.lower():
+                    return os.path.join(os.path.dirname(word), entry.name)
+    except OSError:
+        pass
+    return None
 
 
 def _programs_in(folder: Path) -> list[str]:
@@ -333,6 +355,12 @@ class BotHandle:
         # Unconfined, Popen finds no such program (BotStartError); under the sandbox its
         # launcher (setpriv) does, and exits with status 127.
         not_found = isinstance(error, BotStartError) or "exit code 127" in str(error)
+        if starting and not_found and words and words[0] in _WINDOWS_PYTHONS:
+            return (f"{words[0]!r} is Windows' name for Python: on Linux run it with python (or "
+                    "python3), e.g. command = \"python bot.py\"")
+        windows = self._windows_program(words[0]) if starting and words else ""
+        if windows:
+            return windows
         if (starting and not_found and words and "/" not in words[0]
                 and os.path.isfile(self.manifest.folder / words[0])):  # False for a name too long
             return (f"a command without a '/' is looked up on the PATH, not in the bot's folder: "
@@ -415,6 +443,9 @@ class BotHandle:
                         "-Xlog:all=warning:stderr (they then go to the bot's log)"
                         + ("; it could not start a thread: under --sandbox strict a bot has at most "
                            f"{self._sandbox_limits().processes} processes and threads" if threads else ""))
+            if _PYTHON_REPR.match(bad_text):
+                return ("this is how Python prints a dict (single quotes, True, None), not JSON: "
+                        "send print(json.dumps(message), flush=True)")
             if bad_text[0] not in "{[":
                 dying = self._dying_words()
                 if dying:
@@ -469,6 +500,9 @@ class BotHandle:
         if strict and any("Read-only file system" in line for line in tail):
             return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
                     "private temporary folder), never next to the bot")
+        denied = self._denied_hint(tail) if strict else ""
+        if denied:
+            return denied
         text = str(error)
         if "out of memory" in text:  # before "died before its first move": that is why it died
             java = Path(self.manifest.command[0]).name == "java"
@@ -491,6 +525,26 @@ class BotHandle:
             return ("its log is empty; if it runs under --sandbox none, look at what strict changes: "
                     "the bot's folder is read-only (write files in $TMPDIR: a file opened for writing "
                     "next to the bot is NULL in C), and it sees only its own folder and the system's")
+        return ""
+
+    def _denied_hint(self, tail: list[str]) -> str:
+        """Under strict, for a log naming a file of the bot's folder it was denied (Python's
+        "Permission denied: 'mybot.log'"): one other users cannot read, or one it tried to
+        write (its folder's files belong to another user there); else ""."""
+        folder = self.manifest.folder.resolve()
+        for line in tail:
+            found = _DENIED_PATH.search(line)
+            if found is None:
+                continue
+            word = found[1] or found[2]
+            path = Path(os.path.normpath(folder / word))
+            if not _within(path, folder) or not os.path.lexists(path):
+                continue
+            unreadable = self._unreadable_hint(str(path.relative_to(folder)), folder)
+            return unreadable or (
+                f"under --sandbox strict the bot's folder is read-only and {path.relative_to(folder)} "
+                "belongs to another user: write files in $TMPDIR (a private temporary folder), never "
+                "next to the bot")
         return ""
 
     def _setpriv_note(self) -> str:
@@ -525,10 +579,12 @@ class BotHandle:
                     return (f"under the sandbox only the bot's own folder is visible, and {word} is "
                             "outside it: copy what the bot needs into its folder and use a path inside it")
         if "/" not in words[0]:
-            return self._script_hint(words, folder)
+            script = next((word for word in words[1:] if not word.startswith("-")), None)
+            return (self._file_hint(script, folder) if script is not None else "") \
+                or self._script_hint(words, folder)
         found = _read_head(folder, words[0])
         if found is None:
-            return self._missing_hint(words[0], folder)
+            return self._file_hint(words[0], folder) or self._missing_hint(words[0], folder)
         info, head = found
         first_line = head.split(b"\n", 1)[0]
         crlf = head.startswith(b"#!") and first_line.endswith(b"\r")
@@ -550,6 +606,40 @@ class BotHandle:
                 for line in [str(error), *self.log_tail(5)])):
             return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
         return ""
+
+    def _file_hint(self, word: str, folder: Path) -> str:
+        """For a file the command names in the bot's folder (its program, or the script its
+        interpreter runs): one whose name differs only in case, or one the sandbox's uid cannot
+        read (a file of mode 600 copied from Windows); else ""."""
+        alike = _named_alike(folder, word)
+        if alike is not None:
+            return (f"{word} is not in the bot's folder, but {alike} is: file names are "
+                    "case-sensitive on Linux (rename the file or change the command)")
+        return self._unreadable_hint(word, folder)
+
+    def _unreadable_hint(self, word: str, folder: Path) -> str:
+        """Under strict, for a file in the bot's folder that other users cannot read: the
+        sandbox's uid cannot; else ""."""
+        if not isinstance(self.launcher, BubblewrapLauncher):
+            return ""
+        path = Path(os.path.normpath(folder / word))
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return ""
+        if not _within(path, folder) or not stat.S_ISREG(mode) or mode & 0o004:
+            return ""
+        return (f"{word} is mode {mode & 0o777:o}: under --sandbox strict the bot runs as a user of "
+                f"its own, which must be able to read it (chmod -R o+rX {shlex.quote(str(folder))})")
+
+    def _windows_program(self, word: str) -> str:
+        """When the command's program, in the bot's folder, is a Windows program (MZ header):
+        it cannot run here; else ""."""
+        found = _read_head(self.manifest.folder.resolve(), word)
+        if found is None or not found[1].startswith(b"MZ"):
+            return ""
+        return (f"{word} is a Windows program (.exe), which Linux cannot run: build the bot here "
+                "(a build = \"...\" line in bot.toml) or run its source with its interpreter")
 
     def _missing_hint(self, word: str, folder: Path) -> str:
         """The hint when the program ``word`` names (with a '/') is not in the bot's folder:

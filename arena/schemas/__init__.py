@@ -100,6 +100,19 @@ and then made the schema check's repr() recurse past Python's limit."""
 _KEY_OF_LINE = re.compile(r"[ \t]*\[{0,2}([A-Za-z0-9_\-.\"' \t]+)[=\]]")
 
 
+def toml_text(data: bytes, source: str) -> str:
+    """The text of a TOML file users write, from its bytes: UTF-8. Raises ConfigError naming
+    ``source``; for UTF-16 (what Windows Notepad saves as "Unicode": a byte-order mark, or a
+    NUL byte beside every ASCII character), says to save it as UTF-8."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data[:4096]:
+        raise ConfigError(f"{source}: saved as UTF-16 (Windows Notepad's \"Unicode\"), not UTF-8: "
+                          "save it as UTF-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
+
+
 def parse_toml(text: str, source: str) -> dict[str, Any]:
     """The TOML ``text`` of a file users write (a bot.toml, a tournament config): a leading
     UTF-8 byte-order mark (which some editors write) is dropped. Raises ConfigError
@@ -122,6 +135,9 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
             number = int(at.group(1))
             if number <= len(lines) and _BARE_VALUE.fullmatch(lines[number - 1]):
                 message += " (strings need quotes)"
+        elif ("escape" in message or "hex value" in message) and at is not None:
+            message += (" (a backslash starts an escape in a \"string\": a Windows path? write paths "
+                        "with /, relative to the bot's folder)")
         raise ConfigError(f"{source}: not valid TOML: {message}") from None
     except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
         raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None

@@ -45,7 +45,7 @@ from arena.engine import EDITIONS
 from arena.engine.components import Ruleset, load_components, ruleset_for
 from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
-from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem
+from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem, toml_text
 from arena.tournament.schedule import Plan
 from arena.untrusted import is_argument
 
@@ -283,12 +283,12 @@ def _default_name(path: Path | None, entrants: Any) -> str:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
-    return parse_toml(text, str(path))
+    return parse_toml(toml_text(data, str(path)), str(path))
 
 
 def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:

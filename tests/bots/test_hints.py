@@ -641,3 +641,78 @@ def test_a_command_that_is_a_link_loop_or_a_fifo_loses_its_games_and_nothing_els
                 "--out", str(tmp_path / "out"), timeout=120)
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stdout + ran.stderr
     assert "done: 2 games played now" in ran.stdout and "2 ended abnormally" in ran.stdout, ran.stdout
+
+
+# ------------------------------------------------------------------ a bot written on Windows
+UTF16 = "saved as UTF-16 (Windows Notepad's \"Unicode\"), not UTF-8: save it as UTF-8"
+WINDOWS_PATH = ("expected paths written with / and relative to the bot's folder (backslashes are escapes "
+                "here: a Windows path?), e.g. command = \"python bot.py\"")
+
+
+@pytest.mark.parametrize(("manifest", "said"), [
+    ('name = "w"\ncommand = "python bot.py"\n'.encode("utf-16"), UTF16),  # with its byte-order mark
+    ('name = "w"\ncommand = "python bot.py"\n'.encode("utf-16-le"), UTF16),
+    (b'name = "w"\ncommand = "python C:\\Users\\me\\bot.py"\n',
+     "Invalid hex value (at line 2, column 23) (a backslash starts an escape in a \"string\": a Windows "
+     "path? write paths with /, relative to the bot's folder)"),
+    (b'name = "w"\ncommand = "python .\\bot.py"\n', WINDOWS_PATH),  # TOML: \b is a backspace
+    (b'name = "w"\ncommand = "python C:\\\\Users\\\\me\\\\bot.py"\n', WINDOWS_PATH),  # shlex drops them
+    (b"name = 'w'\ncommand = 'python .\\bot.py'\n", WINDOWS_PATH)])
+def test_a_bot_toml_written_on_windows_is_told_what_to_change(tmp_path: Path, manifest: bytes,
+                                                               said: str) -> None:
+    """Newcomer trial (a bot written on Windows): Notepad's "Unicode" bot.toml was "cannot read:
+    'utf-8' codec can't decode byte 0xff", and Windows paths ran other words than written."""
+    (tmp_path / "bot.toml").write_bytes(manifest)
+    code, out = check_bot(tmp_path)
+    assert code == 1 and said in out, out
+
+
+@pytest.mark.parametrize(("files", "command", "hint"), [
+    ({"bot.py": "stdio_bot.py"}, ["py", "bot.py"], "'py' is Windows' name for Python: on Linux run it with "
+                                                  "python (or python3), e.g. command = \"python bot.py\""),
+    ({"Bot.py": "stdio_bot.py"}, ["python", "bot.py"], "bot.py is not in the bot's folder, but Bot.py is: "
+                                                      "file names are case-sensitive on Linux"),
+    ({"bin/Bot": "stdio_bot.py"}, ["./bin/bot"], "./bin/bot is not in the bot's folder, but ./bin/Bot is"),
+    ({"bot.exe": b"MZ\x90\x00"}, ["bot.exe"], "bot.exe is a Windows program (.exe), which Linux cannot run"),
+    ({"bot.exe": b"MZ\x90\x00"}, ["./bot.exe"], "./bot.exe is a Windows program (.exe), which Linux cannot "
+                                                 "run: build the bot here"),
+    ({"bot.py": "prints_a_dict.py"}, ["python", "bot.py"],
+     "this is how Python prints a dict (single quotes, True, None), not JSON: send "
+     "print(json.dumps(message), flush=True)")])
+def test_a_bot_written_on_windows_is_told_what_to_change(tmp_path: Path, files: dict[str, str | bytes],
+                                                         command: list[str], hint: str) -> None:
+    folder = tmp_path / "win"
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            shutil.copy(NEWCOMER / content, path)
+        path.chmod(0o755)
+    write_bot(folder, "win", command, protocol="stdio")
+    code, out = check_bot(folder)
+    assert code == 1 and f"hint: {hint}" in out, out
+
+
+def test_a_folder_holding_the_bot_folder_names_it(tmp_path: Path) -> None:
+    """A zip unpacked into a folder of its own name: mybot/mybot/bot.toml."""
+    inner = newcomer(tmp_path / "mybot", "stdio_bot.py", name="mybot")
+    code, out = check_bot(inner.parent)
+    assert code == 1 and "it holds 'mybot/bot.toml'; give that folder ('mybot')" in out, out
+
+
+@needs_strict
+def test_files_the_sandbox_user_cannot_read_or_write_are_named(tmp_path: Path) -> None:
+    """Newcomer trial: bot.py of mode 600 (copied from Windows) in a folder of mode 755, and a
+    log file left next to the bot by a run under none, each got only Python's 'Permission
+    denied' under strict."""
+    private = newcomer(tmp_path, "stdio_bot.py", name="private")
+    (private / "stdio_bot.py").chmod(0o600)
+    code, out = check_bot(private, "--sandbox", "strict")
+    assert code == 1 and ("hint: stdio_bot.py is mode 600: under --sandbox strict the bot runs as a user of "
+                          "its own, which must be able to read it (chmod -R o+rX") in out, out
+    beside = newcomer(tmp_path, "writes_beside.py", name="beside")
+    (beside / "moves.log").write_text("from a run under --sandbox none\n")
+    code, out = check_bot(beside, "--sandbox", "strict")
+    assert code == 1 and ("hint: under --sandbox strict the bot's folder is read-only" in out), out

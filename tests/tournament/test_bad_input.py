@@ -221,3 +221,13 @@ def test_the_largest_legal_schedule_starts_at_once(tmp_path: Path) -> None:
     games = iter_schedule(config.plan, completed={"0000000-ant-vs-bee-p0"})
     first, second = next(games), next(games)
     assert (first.index, first.game_id, second.index) == (1, "0000001-bee-vs-ant-p0", 2)
+
+
+def test_a_config_saved_as_utf16_is_told_to_be_utf8(tmp_path: Path) -> None:
+    """Notepad's "Unicode" is UTF-16: the config and bot.toml share the reader that says so."""
+    config = tmp_path / "class.toml"
+    config.write_text('bots = ["sample_bots"]\ngames = 2\n', encoding="utf-16")
+    proc = arena("run-tournament", str(config))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{config}: saved as UTF-16 (Windows Notepad's \"Unicode\"), not UTF-8: save it as UTF-8" in \
+        proc.stderr, proc.stderr
