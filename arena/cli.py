@@ -924,8 +924,9 @@ def new_bot(folder: Path, lang: str, name: str | None) -> None:
     written = create(folder, lang, name)
     click.echo(for_terminal(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
                             + ", ".join(str(p.relative_to(folder)) for p in written), newlines=False))
-    click.echo(f"next: arena check-bot {shell_word(folder)} --sandbox strict   "
-               "(the spec: protocol/PROTOCOL.md)")
+    spec = Path(__file__).resolve().parents[1] / "protocol" / "PROTOCOL.md"  # in a checkout
+    where = shell_word(spec) if spec.is_file() else "protocol/PROTOCOL.md in patchwork-arena's source"
+    click.echo(f"next: arena check-bot {shell_word(folder)} --sandbox strict   (the spec: {where})")
 
 
 from arena.cli_report import report  # noqa: E402  (registered last: the command lives in its own module)

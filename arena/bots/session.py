@@ -435,6 +435,9 @@ class BotHandle:
         crash = self._crash_hint(error) if isinstance(error, BotTerminatedError) else ""
         if crash:
             return crash
+        if not self.hello and "at $.type: expected one of" in str(error):
+            return ('a bot\'s first message is its hello: {"type": "hello", "name": ..., "version": ..., '
+                    '"protocol": 1} (protocol/PROTOCOL.md, section 5, "hello")')
         bad_text = (self.session.bad_text if self.session is not None else "").strip()
         if isinstance(error, MalformedMessageError) and stdio and bad_text:
             if _JVM_LOG_LINE.match(bad_text):

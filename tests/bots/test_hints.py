@@ -695,6 +695,16 @@ def test_a_bot_written_on_windows_is_told_what_to_change(tmp_path: Path, files: 
     assert code == 1 and f"hint: {hint}" in out, out
 
 
+def test_a_first_message_other_than_hello_is_told_to_say_hello(tmp_path: Path) -> None:
+    folder = tmp_path / "hi"
+    folder.mkdir()
+    (folder / "bot.py").write_text('import json, sys\nprint(json.dumps({"type": "hi"}), flush=True)\n'
+                                   "sys.stdin.read()\n")
+    write_bot(folder, "hi", ["python", "bot.py"], protocol="stdio")
+    code, out = check_bot(folder)
+    assert code == 1 and 'got "hi" - hint: a bot\'s first message is its hello: {"type": "hello"' in out, out
+
+
 def test_a_folder_holding_the_bot_folder_names_it(tmp_path: Path) -> None:
     """A zip unpacked into a folder of its own name: mybot/mybot/bot.toml."""
     inner = newcomer(tmp_path / "mybot", "stdio_bot.py", name="mybot")

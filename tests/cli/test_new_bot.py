@@ -35,6 +35,9 @@ def new_bot(folder: Path, lang: str, *extra: str) -> None:
     run = arena("new-bot", str(folder), "--lang", lang, *extra)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "check-bot" in run.stdout and "PROTOCOL.md" in run.stdout
+    # a path that works from the folder the user is in, not one relative to the checkout
+    spec = run.stdout.split("(the spec: ", 1)[1].split(")")[0]
+    assert Path(spec).is_absolute() and Path(spec).is_file(), spec
     # the command it suggests can be pasted into a shell ("my first bot" was three words)
     [command] = [line.split("next: ", 1)[1].split("   (")[0] for line in run.stdout.splitlines()
                  if line.startswith("next: ")]
