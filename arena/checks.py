@@ -346,7 +346,12 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
         # what is installed is the source that passed, never written by a build.
         submitted = {"submitted_at": datetime.now(UTC).isoformat(timespec="seconds"), "from": str(bot),
                      "id": os.urandom(8).hex()}
-        (staging / "bot" / SUBMISSION).write_text(json.dumps(submitted) + "\n")
+        stamp_file = staging / "bot" / SUBMISSION  # a name of ours: whatever the bot shipped by it goes
+        if stamp_file.is_dir() and not stamp_file.is_symlink():
+            remove_tree(stamp_file)
+        elif os.path.lexists(stamp_file):
+            stamp_file.unlink()
+        stamp_file.write_text(json.dumps(submitted) + "\n")
         # The check runs on the copy, which its author can no longer change (a root-owned 0700
         # folder): what is installed is what passed. Before, the folder was checked and then
         # copied, and files swapped in meanwhile were installed unchecked.

@@ -561,10 +561,7 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
     report = run_conformance(bot, games=games, log_dir=logs, ruleset=_ruleset(game, None, components_file),
                              per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms,
                              launcher=launcher)
-    for line in report.lines:
-        click.echo(for_terminal(line, newlines=False))
-    for warning in report.warnings:
-        click.echo(f"warning: {for_terminal(warning, newlines=False)}", err=True)
+    _echo_report(report)
     if report.problems:
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
         _echo_problems(report.problems)
@@ -876,6 +873,14 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     raise SystemExit({"accept H1": 0, "accept H0": 1, "continue": 2}[state.status])
 
 
+def _echo_report(report: Any) -> None:
+    """A conformance report's lines, then its warnings (on stderr): check-bot's and submit's."""
+    for line in report.lines:
+        click.echo(for_terminal(line, newlines=False))
+    for warning in report.warnings:
+        click.echo(f"warning: {for_terminal(warning, newlines=False)}", err=True)
+
+
 @main.command()
 @click.argument("bot", type=BotFolder())
 @click.option("--entrants", type=click.Path(file_okay=False, path_type=Path), default=Path("entrants"),
@@ -898,8 +903,7 @@ def submit(bot: Path, entrants: Path, games: int, replace: bool, per_move_ms: in
     done = submit_bot(bot, entrants, games=games, launcher=_launcher(sandbox), replace=replace,
                       per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms)
     report = done.report
-    for line in report.lines:
-        click.echo(for_terminal(line, newlines=False))
+    _echo_report(report)  # its warnings too: a bot accepted with a hello name that is not its own
     if done.installed is None:
         click.echo(for_terminal(f"REFUSED: {bot} was not copied to {entrants}; {len(report.problems)} "
                                 f"problem(s):", newlines=False), err=True)

@@ -341,7 +341,13 @@ def test_submit_of_a_folder_holding_a_fifo_is_refused_in_one_line(tmp_path: Path
                                   "description" + ".k" * 1000 + " = 1",  # repr() in the schema check
                                   "[description" + ".k" * 1000 + "]\nx = 1",
                                   "k" + ".k" * 30_000 + " = 1",  # tomllib: ~12 s, growing as depth**2
-                                  "description" + ".k" * 40 + " = 1"])
+                                  "description" + ".k" * 40 + " = 1",
+                                  '"\\u0061".' + "a." * 31_000 + "a = 1",  # a quoted first part
+                                  "\u00e9." + "a." * 31_000 + "a = 1",  # a non-ASCII one
+                                  " " * 65_000 + "." * 33 + "#",  # quadratic in today's first regex
+                                  "a = x" + " " * 30_000 + "!",  # quadratic in the bare-value one
+                                  "description = 1" + "0" * 5000,  # int() past 4,300 digits
+                                  "description = 0x" + "f" * 5000])  # the schema check's repr() raised
 def test_a_bot_toml_nested_too_deeply_is_a_one_line_error(tmp_path: Path, line: str) -> None:
     """Red team: a 2 KB bot.toml with a key 1,000 levels deep made every command print a
     traceback (RecursionError in repr()); one of 500,000 levels (1 MB) kept each about an hour."""
@@ -352,8 +358,26 @@ def test_a_bot_toml_nested_too_deeply_is_a_one_line_error(tmp_path: Path, line: 
     run = arena("check-bot", str(bot), "--sandbox", "none", timeout=60)
     assert time.monotonic() - started < 10, "the depth is checked before tomllib parses"
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-1000:]
-    assert "nested too deeply" in run.stdout + run.stderr or \
-        "tables or arrays nested more than 32 levels deep" in run.stdout + run.stderr
+    assert any(said in run.stdout + run.stderr for said in (
+        "nested too deeply", "tables or arrays nested more than 32 levels deep", "not valid TOML")), \
+        run.stdout + run.stderr
+
+
+def test_a_valid_bot_toml_with_dots_in_a_long_string_is_read(tmp_path: Path) -> None:
+    """Red team: the depth check refused a description with a line of dots in a multi-line
+    string; and every unknown key of 8,000 was printed (1 MB): the list is capped."""
+    bot = tmp_path / "bot"
+    shutil.copytree(sample_bots_dir() / "random", bot)
+    manifest = "".join(line for line in (bot / "bot.toml").read_text().splitlines(keepends=True)
+                       if not line.startswith("description"))
+    (bot / "bot.toml").write_text(manifest + 'description = """\n  vs greedy ' + "." * 40 + ' = 71%\n'
+                                  "[" + "." * 40 + '] progress\n"""\n')
+    run = arena("check-bot", str(bot), "--sandbox", "none", "--games", "2", timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (bot / "bot.toml").write_text(manifest + "".join(f"k{i} = 1\n" for i in range(500)))
+    run = arena("check-bot", str(bot), "--sandbox", "none", timeout=60)
+    assert run.returncode == 1 and "and 480 more problems" in run.stdout + run.stderr, run.stdout + run.stderr
+    assert len(run.stdout + run.stderr) < 10_000
 
 
 # ------------------------------------------------------------------ disk

@@ -405,7 +405,11 @@ class BotHandle:
                 return ("its reply came after its time ran out: it is too slow for this time control; "
                         "keep each move within the per-move limit (the request's clocks say it, and "
                         "what is left in the bank)")
-            computing = "R" in states or self._busy()
+            waiting = self._waits()
+            # Blocked reading its stdin, it thinks it has answered, whatever a thread of it computes
+            # meanwhile (pondering); else a thread of its own may compute (a JVM's main thread waits).
+            reading = "input" in waiting
+            computing = not reading and ("R" in states or self._busy())
             if channel.partial_line().strip():
                 if not computing:
                     return ("it wrote part of a line and no newline after the move_request: end each "
@@ -418,11 +422,11 @@ class BotHandle:
                         "control; keep each move within the per-move limit (the request's clocks say "
                         "it, and what is left in the bank)")
             else:
-                waiting = self._waits()
-                if "sleep" in waiting and "input" not in waiting:
+                if "sleep" in waiting and not reading:
                     return ("it was sleeping when its time ran out (not reading its input, not "
                             "computing): a move must come within the per-move limit, and the bank")
-                return ("it wrote nothing on stdout after the move_request and was not computing: "
+                doing = "was waiting for its input" if reading else "was not computing"
+                return (f"it wrote nothing on stdout after the move_request and {doing}: "
                         f"flush stdout after every message ({_FLUSH_IDIOMS}), and read stdin line by "
                         "line (not to end of file)")
         if starting and not stdio and (self._no_hello or exited_0):
@@ -468,6 +472,7 @@ class BotHandle:
             return ""
         deadline = time.monotonic() + _DYING_S
         while self.process.is_alive() and time.monotonic() < deadline:
+            self.channel.unread_lines(0)  # read on: a bot with more to write cannot exit meanwhile
             time.sleep(0.01)
         if self.process.is_alive():
             return ""

@@ -137,9 +137,9 @@ class Inbox:
         else:
             self._queue.append(item)
 
-    def peek(self, count: int) -> list[str]:
-        """The oldest ``count`` unread items that are messages (not errors), left in place."""
-        return [item for item in itertools.islice(self._queue, count) if isinstance(item, str)]
+    def peek(self, count: int) -> list[Item]:
+        """The oldest ``count`` unread items, left in place."""
+        return list(itertools.islice(self._queue, count))
 
     def take(self) -> str:
         """The oldest message; raises the flood, or the oldest item when it is an error
@@ -511,10 +511,12 @@ class StdioChannel(PipeChannel):
         return self.bytes_read > self._read_at_send
 
     def unread_lines(self, count: int) -> list[str]:
-        """Up to ``count`` lines the bot wrote that were not read yet (for a hint)."""
+        """Up to ``count`` lines the bot wrote that were not read yet (for a hint); one that is
+        not a message (not UTF-8, too long) is shown as what it is."""
         if not self._closed:
             self._read_available()
-        return self.inbox.peek(count)
+        return [item if isinstance(item, str) else f"[{type(item).__name__}: {str(item)[:100]}]"
+                for item in self.inbox.peek(count)]
 
     def partial_line(self) -> bytes:
         """What the bot wrote after its last newline so far (a message it has not ended)."""

@@ -80,24 +80,47 @@ def problems(data: Any, schema: Mapping[str, Any], *, table: str = "table") -> l
 
     validator = Draft202012Validator(schema, format_checker=_formats())
     found: list[str] = []
+    more = 0
     for error in validator.iter_errors(data):
         for text in _explain(error, table):
-            if text not in found:
+            if text in found:
+                continue
+            if len(found) < MAX_PROBLEMS:
                 found.append(text)
-    return found
+            else:
+                more += 1
+    return found + ([f"and {more} more problem{'s' if more > 1 else ''}"] if more else [])
 
 
 _TOML_AT = re.compile(r"\(at line (\d+), column \d+\)$")
-_BARE_VALUE = re.compile(r"\s*[\w.\"' -]+=\s*[A-Za-z_./][\w./ -]*(#.*)?")  # key = bare words
-
-
+# key = bare words; matched against a stripped line, with no two parts that can take the same
+# characters (a leading \s* beside the key's spaces made a 64 KiB line take 40 s)
+_BARE_VALUE = re.compile(r"[\w.\"' -]+=[ \t]*[A-Za-z_./][\w./ -]*(#.*)?")
+MAX_PROBLEMS = 20  # listed of a file's problems: 8,000 unknown keys printed 1 MB
 TOML_MAX_DEPTH = 32
 """Levels of tables and arrays a bot.toml or a config may nest: a few are used. A key of
 thousands (``a.b.c...``) took tomllib minutes (its time grows with the square of the depth)
 and then made the schema check's repr() recurse past Python's limit."""
-# The key of a line `a.b.c = ...` or `[a.b.c]` (keys never span lines); greedy with nothing
-# after it that overlaps, so a line that is no such thing costs one pass.
-_KEY_OF_LINE = re.compile(r"[ \t]*\[{0,2}([A-Za-z0-9_\-.\"' \t]+)[=\]]")
+TOML_INT_BITS = 64  # TOML's integers are 64-bit; tomllib takes any (a repr of 0xfff... raised)
+
+
+def _deepest_key(text: str) -> tuple[int, int] | None:
+    """(line, parts) of the first key of more than TOML_MAX_DEPTH parts, looked for before
+    tomllib parses (its time grows with the square of a key's depth): in each line outside a
+    multi-line string, the part before its first '=' or, for a table header, inside its
+    brackets. Dots inside quoted key parts count too (no real key has 32)."""
+    in_string: str | None = None  # the delimiter of the multi-line string the line is in
+    for number, line in enumerate(text.splitlines(), 1):
+        if in_string is None and line.count(".") >= TOML_MAX_DEPTH:
+            stripped = line.lstrip()
+            key = stripped.split("]", 1)[0] if stripped.startswith("[") else stripped.split("=", 1)[0] \
+                if "=" in stripped else ""
+            if "," not in key and key.count(".") >= TOML_MAX_DEPTH:  # "," : an array of numbers
+                return number, key.count(".") + 1
+        for delimiter in ('"""', "'''"):
+            if in_string in (None, delimiter) and line.count(delimiter) % 2:
+                in_string = None if in_string else delimiter
+    return None
 
 
 def toml_text(data: bytes, source: str) -> str:
@@ -120,11 +143,9 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
     slip (``protocol = stdio``: "Invalid value" alone does not say that quotes are missing),
     or when tables and arrays nest more than TOML_MAX_DEPTH levels."""
     too_deep = f"{source}: tables or arrays nested more than {TOML_MAX_DEPTH} levels deep"
-    for number, line in enumerate(text.splitlines(), 1):
-        key = _KEY_OF_LINE.match(line) if line.count(".") > TOML_MAX_DEPTH else None
-        if key is not None and key.group(1).count(".") >= TOML_MAX_DEPTH:
-            raise ConfigError(f"{too_deep} (line {number}: a dotted key of {key.group(1).count('.') + 1} "
-                              "parts)")
+    deepest = _deepest_key(text)
+    if deepest is not None:
+        raise ConfigError(f"{too_deep} (line {deepest[0]}: a dotted key of {deepest[1]} parts)")
     try:
         data: dict[str, Any] = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:  # the message ends with "(at line L, column C)"
@@ -133,7 +154,7 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         if message.startswith("Invalid value") and at is not None:
             lines = text.removeprefix("\ufeff").splitlines()
             number = int(at.group(1))
-            if number <= len(lines) and _BARE_VALUE.fullmatch(lines[number - 1]):
+            if number <= len(lines) and _BARE_VALUE.fullmatch(lines[number - 1].strip()):
                 message += " (strings need quotes)"
         elif ("escape" in message or "hex value" in message) and at is not None:
             message += (" (a backslash starts an escape in a \"string\": a Windows path? write paths "
@@ -141,22 +162,29 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(f"{source}: not valid TOML: {message}") from None
     except RecursionError:  # tomllib recurses once per level of [[[...]]] or {a={a=...}}
         raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
-    if _depth(data) > TOML_MAX_DEPTH:
-        raise ConfigError(too_deep)
+    except ValueError:  # int() of a decimal of more than 4,300 digits
+        raise ConfigError(f"{source}: not valid TOML: a number too long (TOML's integers are "
+                          f"{TOML_INT_BITS}-bit)") from None
+    _check_values(data, too_deep, source)
     return data
 
 
-def _depth(value: Any) -> int:
-    """How deep tables and arrays nest in ``value`` (walked without recursion), counted up to
-    one level past TOML_MAX_DEPTH."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack and deepest <= TOML_MAX_DEPTH:
+def _check_values(data: dict[str, Any], too_deep: str, source: str) -> None:
+    """Raise ConfigError when tables and arrays nest more than TOML_MAX_DEPTH levels or an
+    integer is beyond TOML's 64 bits (walked without recursion: a repr() of either recursed
+    past Python's limit or raised, in the schema check's messages)."""
+    limit = 1 << (TOML_INT_BITS - 1)
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
         item, level = stack.pop()
-        deepest = max(deepest, level)
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
-    return deepest
+        if level > TOML_MAX_DEPTH:
+            raise ConfigError(too_deep)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                stack.append((child, level + 1))
+            elif isinstance(child, int) and not -limit <= child < limit:
+                raise ConfigError(f"{source}: not valid TOML: a number too long (TOML's integers are "
+                                  f"{TOML_INT_BITS}-bit)")
 
 
 def check(data: Any, schema: Mapping[str, Any] | str, source: str, *, table: str = "table") -> None:

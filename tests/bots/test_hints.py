@@ -149,7 +149,10 @@ def test_a_debug_print_on_stdout_is_told_to_go_to_stderr(tmp_path: Path) -> None
                 "(they then go to the bot's log); it could not start a thread: under --sandbox strict a bot "
                 "has at most 256 processes and threads"),
     ("plain", 'its next lines on stdout, as it died: "giving up"; a program that fails may write why on '
-              "stdout (a JVM does)")])
+              "stdout (a JVM does)"),
+    ("long", 'its next lines on stdout, as it died: "' + "x" * 200 + '" | "' + "y" * 200 + '" | "giving up"'),
+    ("binary", 'its next lines on stdout, as it died: "[MalformedMessageError: bot binary: a message that is '
+               'not UTF-8')])
 def test_a_program_dying_with_its_reason_on_stdout_gets_the_reason(tmp_path: Path, mode: str,
                                                                    hint: str) -> None:
     """Newcomer trial, Java: a JVM that cannot start writes why on stdout, and only its first line
@@ -343,6 +346,11 @@ def test_a_hello_name_other_than_bot_toml_s_is_warned_about(tmp_path: Path) -> N
     assert code == 0, out
     assert ("warning: its hello says name 'misbehave-recorder' and its bot.toml 'maxbot': tournaments and "
             "ratings use bot.toml's") in out, out
+    # submit says so too (it printed only ACCEPTED)
+    proc = arena("submit", str(bot.folder), "--entrants", str(tmp_path / "entrants"), "--games", "2",
+                 "--sandbox", "none")
+    assert proc.returncode == 0 and "warning: its hello says name 'misbehave-recorder'" in proc.stderr, \
+        proc.stdout + proc.stderr
 
 
 def test_crash_hints_keep_to_what_they_know(tmp_path: Path) -> None:
@@ -567,10 +575,10 @@ def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) ->
                      "each reply must carry the seq of the request it answers", out), out
 
 
-SILENT_MOVE = "it wrote nothing on stdout after the move_request and was not computing: flush stdout " \
-    "after every message (print(..., flush=True), fflush(stdout), System.out.flush() (a BufferedWriter's " \
-    "own flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), Perl's $| = 1), and " \
-    "read stdin line by line (not to end of file)"
+SILENT_MOVE = "it wrote nothing on stdout after the move_request and was waiting for its input: flush " \
+    "stdout after every message (print(..., flush=True), fflush(stdout), System.out.flush() " \
+    "(a BufferedWriter's own flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), " \
+    "Perl's $| = 1), and read stdin line by line (not to end of file)"
 STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its process group), so " \
     "it could not answer: a bot must never stop itself"
 
@@ -585,12 +593,16 @@ STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself
     # too slow, not a protocol mistake: the flush hint sent a TA's students the wrong way
     ("thinks_forever.py", "it was still computing when its time ran out: it is too slow"),
     ("thinks_in_a_thread.py", "it was still computing when its time ran out: it is too slow"),  # a JVM
+    # red team: a thread pondering meanwhile made both of these "still computing"
+    ("ponders_unflushed.py unflushed", SILENT_MOVE),
+    ("ponders_unflushed.py no_newline", "it wrote part of a line and no newline after the move_request"),
     ("sleeps_too_long.py", "it was sleeping when its time ran out (not reading its input, not computing)"),
     ("answers_late.py", "it is too slow for this time control")])
 def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str) -> None:
     """A move that never reached the referee: the report says why (not for a bot that computes),
     and check-bot counts the move that timed out."""
-    code, out = check_bot(newcomer(tmp_path, script), *QUICK)
+    script, *args = script.split()
+    code, out = check_bot(newcomer(tmp_path, script, *args), *QUICK)
     assert code == 1 and "did not answer" in out, out
     assert re.search(r"did not answer: its limit was 200 ms plus 200 ms left in its bank, and the "
                      r"referee gave up after \d+ ms - hint: ([^-]*: )?" + re.escape(hint), out), out

@@ -391,3 +391,16 @@ def test_a_submitted_entrant_is_never_rebuilt_in_place(tmp_path: Path) -> None:
         assert {p.name: p.read_bytes() for p in (entrants / "cbot").iterdir()} == installed
     assert (tmp_path / "out" / "builds" / "cbot" / "built-here").is_file()
     assert sorted(reason for *_, reason in _games(tmp_path / "out")) == ["normal", "normal"]
+
+
+def test_a_bot_shipping_its_own_submission_stamp_gets_ours(tmp_path: Path) -> None:
+    """Red team: a folder named .arena-submission in the bot made submit fail with 'Is a
+    directory', naming a staging folder already gone. The name is ours: what is there goes."""
+    source = _copy_bot("random", tmp_path / "stamped")
+    (source / ".arena-submission").mkdir()
+    (source / ".arena-submission" / "x").write_text("mine")
+    proc = arena("submit", str(source), "--entrants", str(tmp_path / "entrants"), "--games", "2",
+                 "--sandbox", "none")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stamp = tmp_path / "entrants" / "random" / ".arena-submission"
+    assert stamp.is_file() and '"submitted_at"' in stamp.read_text()
