@@ -49,9 +49,19 @@ def check_name(value: object, where: str, key: str = "name") -> str:
     """``value`` if it is a valid bot name; else ConfigError naming where, the key, the rule
     and the value (shown safely)."""
     if not is_valid_name(value):
-        raise ConfigError(f"{where}: key '{key}': expected {NAME_RULE}, got {shown(value)}")
+        raise ConfigError(f"{where}: key '{key}': expected {NAME_RULE}, got {shown(value)}"
+                          + name_suggestion(value))
     assert isinstance(value, str)
     return value
+
+
+def name_suggestion(value: object) -> str:
+    """For a name that breaks the rule: " (e.g. 'My-Bot')", the name with each run of other
+    characters made a '-', when that is a valid name; else ""."""
+    if not isinstance(value, str):
+        return ""
+    made = re.sub(r"[^A-Za-z0-9._-]+", "-", value).strip("-._")[:NAME_MAX]
+    return f" (e.g. {made!r})" if is_valid_name(made) and made != value else ""
 
 
 # ------------------------------------------------------------------ command lines
@@ -467,5 +477,5 @@ def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any,
 
 __all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "FOLDER_MAX_BYTES", "FOLDER_MAX_FILES", "NAME_MAX",
            "NAME_RULE", "cap", "check_name", "clean_json_escapes", "copy_folder", "csv_cell", "csv_frame",
-           "file_name", "for_terminal", "inside", "is_argument", "is_valid_name",
+           "file_name", "for_terminal", "inside", "is_argument", "is_valid_name", "name_suggestion",
            "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk", "walk_at"]

@@ -26,7 +26,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from arena.errors import ConfigError
-from arena.untrusted import NAME_RULE, is_valid_name, shown
+from arena.untrusted import NAME_RULE, is_valid_name, name_suggestion, shown
 
 KINDS = ("tournament", "manifest", "components", "record")
 MISSING = "nothing (the key is missing)"
@@ -245,7 +245,8 @@ def _explain(error: ValidationError, table: str) -> list[str]:
         return [problem(_join(key, name), f"one of the keys ({known})",
                         "an unknown key" + _meant(name, properties))
                 for name in value if name not in properties]
-    return [problem(key, expected(schema, table), got(value, table))]
+    suggestion = name_suggestion(value) if schema.get("format") == "bot-name" else ""
+    return [problem(key, expected(schema, table), got(value, table)) + suggestion]
 
 
 def _meant(name: Any, keys: list[str]) -> str:

@@ -35,7 +35,7 @@ def test_every_problem_at_once_each_in_the_common_style(tmp_path: Path) -> None:
         Manifest.load(folder)
     assert caught.value.problems == [
         "key 'name': expected 1 to 64 characters: ASCII letters, digits, '-', '_' and '.', starting with a "
-        "letter or a digit, got 'no spaces'",
+        "letter or a digit, got 'no spaces' (e.g. 'no-spaces')",  # a name that would do
         "key 'command': expected a command line (a string, or a list of strings), e.g. command = "
         "\"python bot.py\", got [] (a list)",
         "key 'protocol': expected \"zmq\" or \"stdio\", got 3",
