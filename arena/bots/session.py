@@ -75,6 +75,11 @@ NEXT_LINES = 3  # lines of stdout shown after one that is not JSON, when the bot
 _WINDOWS_PYTHONS = frozenset({"py", "py.exe", "python.exe", "python3.exe", "pythonw", "pythonw.exe"})
 # A line a Python bot printed with print(message) rather than json.dumps: a dict's repr
 _PYTHON_REPR = re.compile(r"""\{'[^']*': """)
+# A variable a bot read that its environment does not hold: Python's os.environ[...] (its
+# traceback's line, then the KeyError), Rust's env::var(...).unwrap()
+_MISSING_VARIABLE = re.compile(r"(?s:environ\[.*KeyError: ')|`Err` value: NotPresent")
+# A file a bot (Python, C's perror) did not find by a relative path
+_MISSING_FILE = re.compile(r"No such file or directory: '([^'/][^']{0,299})'")
 # A file a bot (Python) was refused: "Permission denied: 'mybot.log'", "can't open file '...': [Errno 13]"
 _DENIED_PATH = re.compile(r"Permission denied: '([^']{1,300})'|can't open file '([^']{1,300})': \[Errno 13\]")
 _DYING_S = 0.3  # how long a bot that wrote a line that is not JSON is given to exit, for that
@@ -104,6 +109,19 @@ def _read_head(folder: Path, word: str) -> tuple[os.stat_result, bytes] | None:
     except (OSError, RuntimeError):
         return None
     return (info, head) if stat.S_ISREG(info.st_mode) else None
+
+
+def _spaced_path(words: tuple[str, ...], folder: Path) -> str | None:
+    """The path in the bot's folder that consecutive words of its command make once joined by
+    spaces, the first of them naming nothing ("python my files/bot.py"), or None."""
+    for i, word in enumerate(words[:20]):
+        if os.path.lexists(folder / word):
+            continue
+        for j in range(i + 2, min(len(words), i + 8) + 1):
+            joined = " ".join(words[i:j])
+            if _within(Path(os.path.normpath(folder / joined)), folder) and os.path.lexists(folder / joined):
+                return joined
+    return None
 
 
 def _named_alike(folder: Path, word: str) -> str | None:
@@ -508,7 +526,7 @@ class BotHandle:
         if strict and any("Read-only file system" in line for line in tail):
             return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
                     "private temporary folder), never next to the bot")
-        denied = self._denied_hint(tail) if strict else ""
+        denied = (self._denied_hint(tail) if strict else "") or self._environment_hint(tail)
         if denied:
             return denied
         text = str(error)
@@ -555,6 +573,26 @@ class BotHandle:
                 "next to the bot")
         return ""
 
+    def _environment_hint(self, tail: list[str]) -> str:
+        """For a log showing the bot looked for what its environment does not give it: a
+        variable (Python's KeyError from os.environ, Rust's NotPresent) or a file by a path
+        relative to another folder than its own ('wdir/weights.txt' for the weights.txt beside
+        it); else ""."""
+        text = "\n".join(tail)
+        if _MISSING_VARIABLE.search(text):
+            return ("the bot's environment holds only PATH, HOME, LANG and TMPDIR (and ARENA_* for a "
+                    "ZeroMQ bot): read no other variable, or give a default")
+        folder = self.manifest.folder.resolve()
+        for found in _MISSING_FILE.finditer(text):
+            word = found[1]
+            if word.startswith("/") or os.path.lexists(folder / word):
+                continue
+            name = os.path.basename(word)
+            if name and os.path.lexists(folder / name):
+                return (f"the bot runs in its own folder, where {word} is not but {name} is: paths are "
+                        "relative to the bot's folder")
+        return ""
+
     def _setpriv_note(self) -> str:
         """After a start hint under the sandbox whose log quotes setpriv: what setpriv is (the
         author never named it), else ""."""
@@ -586,6 +624,10 @@ class BotHandle:
                 if ".." in word and not _within(Path(os.path.normpath(folder / word)), folder):
                     return (f"under the sandbox only the bot's own folder is visible, and {word} is "
                             "outside it: copy what the bot needs into its folder and use a path inside it")
+        spaced = _spaced_path(words, folder)
+        if spaced is not None:
+            return (f"{json.dumps(spaced)} holds a space, so the command line split it into words: quote "
+                    f"it (command = \"... '{spaced}'\") or give the words as a list")
         if "/" not in words[0]:
             script = next((word for word in words[1:] if not word.startswith("-")), None)
             return (self._file_hint(script, folder) if script is not None else "") \

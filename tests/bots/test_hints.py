@@ -679,6 +679,11 @@ def test_a_bot_toml_written_on_windows_is_told_what_to_change(tmp_path: Path, ma
     assert code == 1 and said in out, out
 
 
+HELLO = b"""import json, os
+print(json.dumps({"type": "hello", "name": "win", "version": "1", "protocol": 1}), flush=True)
+"""
+
+
 @pytest.mark.parametrize(("files", "command", "hint"), [
     ({"bot.py": "stdio_bot.py"}, ["py", "bot.py"], "'py' is Windows' name for Python: on Linux run it with "
                                                   "python (or python3), e.g. command = \"python bot.py\""),
@@ -690,7 +695,13 @@ def test_a_bot_toml_written_on_windows_is_told_what_to_change(tmp_path: Path, ma
                                                  "run: build the bot here"),
     ({"bot.py": "prints_a_dict.py"}, ["python", "bot.py"],
      "this is how Python prints a dict (single quotes, True, None), not JSON: send "
-     "print(json.dumps(message), flush=True)")])
+     "print(json.dumps(message), flush=True)"),
+    ({"bot.py": HELLO + b"depth = int(os.environ['USERPROFILE'])\n"}, ["python", "bot.py"],
+     "the bot's environment holds only PATH, HOME, LANG and TMPDIR (and ARENA_* for a ZeroMQ bot)"),
+    ({"bot.py": HELLO + b"weights = open('wdir/weights.txt').read()\n", "weights.txt": b"1 2 3\n"},
+     ["python", "bot.py"], "the bot runs in its own folder, where wdir/weights.txt is not but weights.txt"),
+    ({"my files/bot.py": "stdio_bot.py"}, ["python", "my", "files/bot.py"],
+     '"my files/bot.py" holds a space, so the command line split it into words: quote it')])
 def test_a_bot_written_on_windows_is_told_what_to_change(tmp_path: Path, files: dict[str, str | bytes],
                                                          command: list[str], hint: str) -> None:
     folder = tmp_path / "win"
