@@ -171,7 +171,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                                    "has a larger limit (the Python SDK's run(setup=...) does this)")
         slowest = [0.0, 0.0]  # the bot's slowest first move of a game, and other move
         timed_out = [False, False]  # a first move, another move timed out (not in the record)
-        over: list[tuple[float, int]] = []  # moves over their limit: ms, limit
+        over: list[tuple[float, int, bool]] = []  # moves over their limit: ms, limit, the very first move
         stale = 0
         last_lost_by_fault = False
 
@@ -189,7 +189,7 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             for index, (took, limit) in enumerate(mine):  # limit: arena.clock's, as the referee's
                 slowest[index > 0] = max(slowest[index > 0], took)
                 if took > limit:
-                    over.append((took, limit))
+                    over.append((took, limit, index == 0 and played == 1))
             stale += result.stale_replies  # all the bot's: the opponent (random) sends none
             late = result.termination is Termination.TIMEOUT and result.loser is not None \
                 and seats[result.loser] == 0
@@ -235,9 +235,13 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
         report.lines.append(f"slowest first move: {worst[0]} (limit {tc.first_move_ms} ms); "
                             f"slowest other move: {worst[1]} (limit {tc.per_move_ms} ms)")
         if over:
-            took, limit = max(over, key=lambda move: move[0] - move[1])
-            report.problems.append(f"{len(over)} move(s) over their limit, drawing on the bank: "
-                                   f"the worst took {took:.0f} ms, limit {limit} ms")
+            took, limit, first = max(over, key=lambda move: move[0] - move[1])
+            report.problems.append(
+                f"{len(over)} move(s) over their limit, drawing on the bank: the worst took {took:.0f} "
+                f"ms, limit {limit} ms" + (
+                    f" (its first move: loading after the hello counts in it; load within "
+                    f"{tc.first_move_ms} ms, or before the hello, which may come up to "
+                    f"{START_TIMEOUT_S:g} s after the start)" if first else ""))
         if log_was_cut(pool.handles[0].stderr_log, since=log_start):
             report.warnings.append(
                 f"log cut: the bot wrote more than {STDERR_CAP_BYTES >> 20} MiB to stderr in one run, so its "
