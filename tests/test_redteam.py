@@ -392,3 +392,32 @@ def test_a_bot_that_spams_and_dies_at_every_start_does_not_grow_its_log_without_
     assert "20 ended abnormally" in run.stdout + run.stderr
     size = (logs / "bad-spam_and_exit.stderr.log").stat().st_size
     assert 16 << 20 <= size <= (16 << 20) + 4096, size
+
+
+@needs_strict
+def test_the_hints_tell_nothing_of_host_files_through_a_link_the_build_made(tmp_path: Path) -> None:
+    """Red team: a strict build left `host -> /` in its copy and the bot's log named
+    'host/etc/shadow': the crash hint, looked up as root on the host through the link, said
+    whether that file existed and its mode (and the opponent got that line in its game_over)."""
+    bot = tmp_path / "probe"
+    bot.mkdir()
+    (bot / "bot.py").write_text(
+        "import sys\n"
+        "for name in ('host/root/no-such-file', 'host/etc/shadow', 'host/etc/passwd'):\n"
+        "    print(f\"PermissionError: [Errno 13] Permission denied: '{name}'\", file=sys.stderr)\n"
+        "print(\"FileNotFoundError: [Errno 2] No such file or directory: 'host/etc/nope/hostname'\","
+        " file=sys.stderr)\n"
+        "sys.exit(1)\n")
+    write_bot(bot, "probe", ["python3", "bot.py"], protocol="stdio", build="ln -s / host")
+    probes = {"case": ["python3", "host/etc/PASSWD"], "missing": ["./host/usr/bin/no-such-program"],
+              "spaced": ["python3", "host/usr/local/no", "such"]}
+    for name, command in probes.items():
+        other = tmp_path / name
+        shutil.copytree(bot, other)
+        write_bot(other, name, command, protocol="stdio", build="ln -s / host")
+    for folder in [bot, *(tmp_path / name for name in probes)]:
+        run = arena("check-bot", str(folder), "--sandbox", "strict", "--games", "2", timeout=120)
+        assert run.returncode == 1 and "Traceback" not in run.stderr, run.stdout + run.stderr
+        hints = [line.split(" - hint: ", 1)[1] for line in (run.stdout + run.stderr).splitlines()
+                 if " - hint: " in line]
+        assert not any("host/" in hint or "etc" in hint for hint in hints), hints

@@ -94,7 +94,8 @@ def _manifest_hint(folder: Path) -> str:
     near = sorted(name for name in names if name != MANIFEST and _near_manifest(name))
     if near:
         return f": it holds {shown(near[0], 60)}; the file must be named exactly {MANIFEST}"
-    inner = sorted(name for name in names[:100] if os.path.isfile(folder / name / MANIFEST))
+    inner = sorted(name for name in names[:100]  # never through a link: nothing of the host's shows
+                   if not os.path.islink(folder / name) and os.path.isfile(folder / name / MANIFEST))
     if inner:  # an archive unpacked into a folder of its own name: mybot/mybot/bot.toml
         return f": it holds {shown(inner[0] + '/' + MANIFEST, 80)}; give that folder ({shown(inner[0], 60)})"
     return (f"; a bot folder holds a {MANIFEST} naming the bot and its command (README, 'Bots'), "
@@ -510,9 +511,11 @@ def _other_toolchain_hint(program: str) -> str:
     yours = shutil.which(program)
     if confined is None or yours is None or os.path.realpath(confined) == os.path.realpath(yours):
         return ""
+    # Where the user's PATH finds it is not said: a submission's output may go to its author,
+    # who is not to learn the organizer's folders.
     return (f" - hint: under --sandbox strict the build ran {shown(confined, 80)}, the system's; your "
-            f"PATH finds {shown(yours, 80)} first, maybe another version: make the bot build with the "
-            "system's toolchain, or build before handing it in and ship the binary")
+            f"PATH finds another {shown(program, 40)} first, maybe another version: make the bot build "
+            "with the system's toolchain, or build before handing it in and ship the binary")
 
 
 def _missing_program_hint(output: str) -> str:

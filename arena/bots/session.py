@@ -93,6 +93,28 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _in_folder(folder: Path, word: str) -> Path | None:
+    """The path ``word`` names in the bot's ``folder`` when no link on its way leads out of the
+    folder (the last part is not followed: look at it with lexists or lstat), else None. A
+    hint looks at nothing of the host's: a build may leave `host -> /` in its copy and a log
+    then name 'host/etc/shadow' (the hint said whether it existed, and its mode)."""
+    top = Path(os.path.realpath(folder))
+    path = Path(os.path.normpath(top / word))
+    if not _within(path, top) or path == top:
+        return None
+    parent = Path(os.path.realpath(path.parent))
+    return parent / path.name if _within(parent, top) else None
+
+
+def _regular_in_folder(folder: Path, word: str) -> bool:
+    """Whether ``word`` names a regular file of the bot's folder (through links that stay in it)."""
+    path = _in_folder(folder, word)
+    if path is None:
+        return False
+    real = Path(os.path.realpath(path))
+    return _within(real, Path(os.path.realpath(folder))) and os.path.isfile(real)  # False on any OSError
+
+
 def _read_head(folder: Path, word: str) -> tuple[os.stat_result, bytes] | None:
     """The mode and first 256 bytes of the regular file ``word`` names inside the bot's
     ``folder``, or None: never through a link (O_NOFOLLOW), never a FIFO or a device."""
@@ -115,11 +137,13 @@ def _spaced_path(words: tuple[str, ...], folder: Path) -> str | None:
     """The path in the bot's folder that consecutive words of its command make once joined by
     spaces, the first of them naming nothing ("python my files/bot.py"), or None."""
     for i, word in enumerate(words[:20]):
-        if os.path.lexists(folder / word):
+        alone = _in_folder(folder, word)
+        if alone is None or os.path.lexists(alone):
             continue
         for j in range(i + 2, min(len(words), i + 8) + 1):
             joined = " ".join(words[i:j])
-            if _within(Path(os.path.normpath(folder / joined)), folder) and os.path.lexists(folder / joined):
+            path = _in_folder(folder, joined)
+            if path is not None and os.path.lexists(path):
                 return joined
     return None
 
@@ -128,8 +152,8 @@ def _named_alike(folder: Path, word: str) -> str | None:
     """The entry of ``word``'s folder (inside the bot's ``folder``) whose name differs from
     ``word``'s only in case (Bot.py for bot.py: Windows does not tell them apart), or None;
     among the first MISSING_SCAN entries (a folder may be huge)."""
-    path = Path(os.path.normpath(folder / word))
-    if not _within(path.parent, folder) or os.path.lexists(path):
+    path = _in_folder(folder, word)
+    if path is None or os.path.lexists(path):
         return None
     try:
         with os.scandir(path.parent) as entries:
@@ -380,7 +404,7 @@ class BotHandle:
         if windows:
             return windows
         if (starting and not_found and words and "/" not in words[0]
-                and os.path.isfile(self.manifest.folder / words[0])):  # False for a name too long
+                and _regular_in_folder(self.manifest.folder, words[0])):
             return (f"a command without a '/' is looked up on the PATH, not in the bot's folder: "
                     f"write {json.dumps('./' + words[0])} in bot.toml" + self._setpriv_note())
         stdio = self.manifest.protocol == "stdio"
@@ -563,8 +587,8 @@ class BotHandle:
             if found is None:
                 continue
             word = found[1] or found[2]
-            path = Path(os.path.normpath(folder / word))
-            if not _within(path, folder) or not os.path.lexists(path):
+            path = _in_folder(folder, word)
+            if path is None or not os.path.lexists(path):
                 continue
             unreadable = self._unreadable_hint(str(path.relative_to(folder)), folder)
             return unreadable or (
@@ -585,10 +609,12 @@ class BotHandle:
         folder = self.manifest.folder.resolve()
         for found in _MISSING_FILE.finditer(text):
             word = found[1]
-            if word.startswith("/") or os.path.lexists(folder / word):
+            path = _in_folder(folder, word)
+            if path is None or os.path.lexists(path):
                 continue
             name = os.path.basename(word)
-            if name and os.path.lexists(folder / name):
+            beside = _in_folder(folder, name) if name else None
+            if beside is not None and os.path.lexists(beside):
                 return (f"the bot runs in its own folder, where {word} is not but {name} is: paths are "
                         "relative to the bot's folder")
         return ""
@@ -672,12 +698,12 @@ class BotHandle:
         sandbox's uid cannot; else ""."""
         if not isinstance(self.launcher, BubblewrapLauncher):
             return ""
-        path = Path(os.path.normpath(folder / word))
+        path = _in_folder(folder, word)
         try:
-            mode = os.lstat(path).st_mode
+            mode = os.lstat(path).st_mode if path is not None else 0
         except OSError:
             return ""
-        if not _within(path, folder) or not stat.S_ISREG(mode) or mode & 0o004:
+        if not stat.S_ISREG(mode) or mode & 0o004:
             return ""
         return (f"{word} is mode {mode & 0o777:o}: under --sandbox strict the bot runs as a user of "
                 f"its own, which must be able to read it (chmod -R o+rX {shlex.quote(str(folder))})")
@@ -696,11 +722,10 @@ class BotHandle:
         after a build, the build must make it; the folder's programs are named (at most
         three, from its first MISSING_SCAN entries: a folder may be huge)."""
         path = Path(os.path.normpath(folder / word))
-        if not _within(path, folder) or os.path.lexists(path):
+        inside = _in_folder(folder, word)  # whether a host file exists must not show (lib -> /usr/sbin)
+        if inside is None or os.path.lexists(inside):
             return ""
-        # the folder listed must be the bot's own, whatever links lead there (lib -> /usr/sbin)
-        own = _within(Path(os.path.realpath(path.parent)), folder)
-        programs = _programs_in(path.parent) if own else []
+        programs = _programs_in(inside.parent)
         where = "in the bot's folder" if path.parent == folder else f"in {path.parent.relative_to(folder)}"
         text = f"{word} is not {where}"
         if self.manifest.build:
