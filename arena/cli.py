@@ -28,7 +28,7 @@ from arena.tournament.config import (
     MAX_TIME_MS,
     SEED_RANGE,
 )
-from arena.untrusted import for_terminal
+from arena.untrusted import for_terminal, shown
 
 GAMES_RANGE = click.IntRange(1, MAX_SCHEDULED_GAMES)  # the limits of a tournament config, for every command
 SEEDS = click.IntRange(*SEED_RANGE)
@@ -308,34 +308,40 @@ def random_games(n: int, seed: int, out: Path, edition: str, game: str, componen
 
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--game", "game", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Which record of the file to render (1-based).")
+@click.option("--game", "game", default="1", show_default=True,
+              help="Which game to render: its record's number in the file (1-based), or its game id "
+                   "(as the report shows it, e.g. 0075-eve-vs-ben-p37).")
 @click.option("--step", is_flag=True, help="Render every position, move by move "
               "(waits for Enter between moves on a terminal).")
 @click.option("--html", "html_out", type=FileToWrite("game.html"),
               help="Write a standalone HTML viewer of the game here instead of rendering it.")
-def replay(file: Path, game: int, step: bool, html_out: Path | None) -> None:
+def replay(file: Path, game: str, step: bool, html_out: Path | None) -> None:
     """Validate the game records of FILE and render one game."""
     from arena.engine.render import render
     from arena.errors import RecordError
     from arena.records import read_records
     from arena.records import replay as replay_record
 
+    by_number = game.isdigit() and len(game) < 10
+    if by_number and int(game) < 1:
+        raise click.BadParameter("a record's number counts from 1", param_hint="'--game'")
     chosen = None
-    count = 0
+    count = chosen_number = 0
     for number, record in read_records(file):
         try:
             states = replay_record(record)
         except RecordError as exc:
             raise RecordError(f"{file}: record {number}: {exc}") from None
         count = number
-        if number == game:
-            chosen = (record, states)
+        if chosen is None and (number == int(game) if by_number else record.get("game_id") == game):
+            chosen, chosen_number = (record, states), number
     if chosen is None:
-        raise click.ClickException(f"{file} holds {count} record(s); there is no game {game}")
+        what = f"no game {game}" if by_number else f"no game with the id {shown(game, 80)}"
+        raise click.ClickException(f"{file} holds {count} record(s); there is {what}")
     record, states = chosen
     players = tuple(for_terminal(p, newlines=False) for p in record.get("players", ["seat 0", "seat 1"]))[:2]
-    click.echo(for_terminal(f"{file}: {count} record(s) valid; game {game}: seed {record.get('seed')}, "
+    click.echo(for_terminal(f"{file}: {count} record(s) valid; game {chosen_number}"
+                            + ("" if by_number else f" ({game})") + f": seed {record.get('seed')}, "
                             f"edition {record.get('edition')}, ", newlines=False)
                + f"{players[0]} vs {players[1]}")
     if html_out is not None:

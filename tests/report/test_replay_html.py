@@ -88,6 +88,22 @@ def test_cli_writes_a_standalone_viewer(games: Path, tmp_path: Path) -> None:
     assert "<script src" not in page and "<link rel=\"stylesheet\"" not in page
 
 
+def test_a_game_is_chosen_by_its_id_as_the_report_shows_it(games: Path, tmp_path: Path) -> None:
+    """Organizer trial: the report names games by id and schedule number, replay took only the
+    record's line number in games.jsonl (the order games finished): --game 4 was another game."""
+    every = records(games)
+    k = len(every)
+    game_id = every[k - 1]["game_id"]
+    by_id = arena("replay", str(games), "--game", game_id)
+    by_number = arena("replay", str(games), "--game", str(k))
+    assert by_id.returncode == 0, by_id.stderr
+    assert f"game {k} ({game_id}): seed" in by_id.stdout
+    assert by_id.stdout.split(": seed", 1)[1] == by_number.stdout.split(": seed", 1)[1]
+    unknown = arena("replay", str(games), "--game", "0099-nobody-vs-nobody")
+    assert unknown.returncode == 1, unknown.stderr
+    assert "there is no game with the id '0099-nobody-vs-nobody'" in unknown.stderr
+
+
 def test_cli_errors_are_one_line(games: Path, tmp_path: Path) -> None:
     missing = arena("replay", str(games), "--game", "99", "--html", str(tmp_path / "x.html"))
     assert missing.returncode == 1 and "there is no game 99" in missing.stderr
