@@ -14,7 +14,8 @@ or from moving first.
 The seed of pair ``k`` of a pairing is a hash of (tournament seed, the two names, k):
 different pairings see different circles, and a rerun (or a resumed run) sees the same
 ones. Pairings are interleaved (pair 0 of every pairing, then pair 1, ...) so that a
-tournament stopped early still has balanced results. Games ``2p`` and ``2p + 1`` of the
+tournament stopped after a whole round has balanced results (within a round the pairings
+go in name order; reordering them would change the game ids a resume relies on). Games ``2p`` and ``2p + 1`` of the
 schedule are the two games of global pair ``p``.
 """
 
