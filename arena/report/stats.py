@@ -232,7 +232,10 @@ def bradley_terry(games: pd.DataFrame, names: Iterable[str] = (), *, replicates:
                           "games": [int(counts.loc[b, "games"]) for b in bots],
                           "wins": [int(counts.loc[b, "wins"]) for b in bots]})
     table = table.sort_values(["elo", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    table.insert(0, "rank", np.arange(1, len(table) + 1, dtype="int64"))
+    # Bots the fit cannot tell apart (the same Elo to a tenth: two copies of one bot with the same
+    # record) share a rank, 1, 2, 2, 4: an organizer posting standings must not show an order there.
+    shown_elo = table["elo"].round(1)
+    table.insert(0, "rank", shown_elo.rank(method="min", ascending=False).astype("int64"))
     ranked = table["name"].tolist()
     order = [index[name] for name in ranked]
     diff = elo[:, None] - elo[None, :]

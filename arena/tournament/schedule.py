@@ -15,8 +15,8 @@ The seed of pair ``k`` of a pairing is a hash of (tournament seed, the two names
 different pairings see different circles, and a rerun (or a resumed run) sees the same
 ones. Pairings are interleaved (pair 0 of every pairing, then pair 1, ...) so that a
 tournament stopped after a whole round has balanced results (within a round the pairings
-go in name order; reordering them would change the game ids a resume relies on). Games ``2p`` and ``2p + 1`` of the
-schedule are the two games of global pair ``p``.
+go in name order; reordering them would change the game ids a resume relies on). Games
+``2p`` and ``2p + 1`` of the schedule are the two games of global pair ``p``.
 """
 
 from __future__ import annotations

@@ -300,6 +300,15 @@ def test_bradley_terry_keeps_a_perfect_record_finite_and_certain() -> None:
         stats._fit(np.array([[0.0, 3], [1, 0]])))
 
 
+def test_bots_the_fit_cannot_tell_apart_share_a_rank() -> None:
+    """Organizer trial: two copies of one bot, with the same record against everyone, ranked 6th
+    and 7th as if one were better: they share a rank now (1, 2, 2)."""
+    games = _games([("a", "b", 0, "normal", 0), ("b", "a", 1, "normal", 0), ("a", "c", 0, "normal", 0),
+                    ("c", "a", 1, "normal", 0), ("b", "c", 0, "normal", 0), ("c", "b", 0, "normal", 0)] * 3)
+    bt = stats.bradley_terry(games, replicates=50, seed=1)
+    assert bt.table["rank"].tolist() == [1, 2, 2], bt.table
+
+
 # ------------------------------------------------------------------ empty, unfinished, wrong
 def test_empty_folder_gives_a_plain_report(tmp_path: Path) -> None:
     folder = tmp_path / "results" / "new"
