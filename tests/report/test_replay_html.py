@@ -171,6 +171,11 @@ def test_viewer_steps_with_key_presses_in_headless_chromium(games: Path, tmp_pat
         driver.get(crash_page.as_uri())
         browser.press(driver, Keys.END)
         assert "crashed" in driver.find_element(By.ID, "lastmove").text
+        # a crash's detail keeps its lines (its log tail), as the report shows it
+        detail = driver.find_element(By.CSS_SELECTOR, "#result .detail")
+        crash_detail = records(games)[bad - 1]["result"]["detail"]
+        assert "\n" in crash_detail and detail.text.count("\n") >= crash_detail.strip().count("\n"), \
+            detail.text
         browser.screenshot(driver, "replay-crash.png")
         errors += browser.console_errors(driver)
     assert not errors, errors
