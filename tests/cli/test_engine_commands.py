@@ -206,7 +206,7 @@ def test_usage_errors_and_file_names_are_escaped(tmp_path: Path) -> None:
     hostile.write_text("")
     for args, status in ((["replay", str(hostile)], 1),  # "FILE holds 0 record(s)"
                          (["check-bot", "a", "b", str(hostile)], 2),  # unexpected extra arguments
-                         (["replay", "--game", HOSTILE, "x"], 2),  # not a valid integer range
+                         (["replay", "--game", HOSTILE, str(hostile)], 1),  # no game with that id
                          ([HOSTILE], 2),  # no such command
                          (["sprt", "a", "b", str(hostile)], 3)):  # sprt shows its own usage errors
         proc = arena(*args)
