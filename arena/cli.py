@@ -665,8 +665,11 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         click.echo(f"interrupted: {summary.already_stored + summary.played} of {summary.total} games "
                    f"are stored; run the same command again to play the rest")
     else:
+        # the abnormal count is of every stored game, the resumed run's too ("22 ended abnormally"
+        # after "73 played now" read as 22 of the 73)
         click.echo(f"done: {summary.played} games played now, {summary.already_stored} were already "
-                   f"stored, {summary.failures} ended abnormally, {summary.seconds:.1f} s")
+                   f"stored, {summary.failures} ended abnormally (of all {summary.total}), "
+                   f"{summary.seconds:.1f} s")
     table = summary.table  # rated as the games came in, in schedule order: rate() would give the same
     failed = None
     if table is None or summary.failures:

@@ -121,6 +121,7 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     resumed = arena(*args, "--out", str(killed))
     assert resumed.returncode == 0, resumed.stderr
     assert f"{24 - partial} games played now, {partial} were already stored" in resumed.stdout
+    assert "ended abnormally (of all 24)" in resumed.stdout  # of every game, not of those played now
     assert stored_results(killed) == stored_results(tmp_path / "straight")
     assert table_lines(resumed.stdout) == table_lines(straight.stdout)
     jsonl = (killed / "games.jsonl").read_text().splitlines()
