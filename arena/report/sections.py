@@ -223,7 +223,8 @@ def _head_to_head(data: ReportData) -> Part:
     part = Part({"pairs": records(pairs)})
     part.tables["head_to_head"] = Table(h2h, "per ordered pair of bots: games, wins, losses, margins, "
                                              "forfeits")
-    part.tables["head_to_head_wins"] = Table(wins.reset_index(), "wins of the row bot against the column bot")
+    part.tables["head_to_head_wins"] = Table(wins.astype("Int64").reset_index(),  # counts: 4, not 4.0
+                                             "wins of the row bot against the column bot")
     part.tables["pairing_margins"] = Table(margins, "score margin of every game that ended by the rules, per "
                                                     "pairing")
     matrix = plots.head_to_head_plot(wins, stats.win_matrix(h2h, order, "games")) if len(order) > 1 else None
