@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,6 +29,9 @@ from arena.tournament.config import (
     SEED_RANGE,
 )
 from arena.untrusted import for_terminal, shown
+
+if TYPE_CHECKING:
+    from arena.checks import ConformanceReport
 
 GAMES_RANGE = click.IntRange(1, MAX_SCHEDULED_GAMES)  # the limits of a tournament config, for every command
 SEEDS = click.IntRange(*SEED_RANGE)
@@ -882,7 +885,7 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     raise SystemExit({"accept H1": 0, "accept H0": 1, "continue": 2}[state.status])
 
 
-def _echo_report(report: Any) -> None:
+def _echo_report(report: ConformanceReport) -> None:
     """A conformance report's lines, then its warnings (on stderr): check-bot's and submit's."""
     for line in report.lines:
         click.echo(for_terminal(line, newlines=False))

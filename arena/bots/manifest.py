@@ -104,7 +104,7 @@ def _manifest_hint(folder: Path) -> str:
 
 def _near_manifest(name: str) -> bool:
     folded = name.strip().lower()
-    return folded.split(".", 1)[0].strip() == "bot" and "tml" in folded.replace("toml", "tml")
+    return folded.split(".", 1)[0].strip() == "bot" and ("toml" in folded or "tml" in folded)
 
 
 @dataclass(frozen=True)

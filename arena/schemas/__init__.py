@@ -113,8 +113,10 @@ def _deepest_key(text: str) -> tuple[int, int] | None:
     for number, line in enumerate(text.splitlines(), 1):
         if in_string is None and line.count(".") >= TOML_MAX_DEPTH:
             stripped = line.lstrip()
-            key = stripped.split("]", 1)[0] if stripped.startswith("[") else stripped.split("=", 1)[0] \
-                if "=" in stripped else ""
+            if stripped.startswith("["):  # a table header
+                key = stripped.split("]", 1)[0]
+            else:  # a key = value line; without '=', a value's own line (an array's, say)
+                key = stripped.split("=", 1)[0] if "=" in stripped else ""
             if "," not in key and key.count(".") >= TOML_MAX_DEPTH:  # "," : an array of numbers
                 return number, key.count(".") + 1
         for delimiter in ('"""', "'''"):
