@@ -149,10 +149,21 @@ class BotPool:
         return time.monotonic() - started
 
     def close(self) -> None:
-        for handle in self.handles:
-            handle.close()
-        for claimed in self._claimed:
-            claimed.release()
+        """Close every bot, give back every claim, remove the build copies: each step is
+        taken even when one before it fails or is interrupted (Ctrl-C, a SIGTERM unwinding),
+        which is raised once all are done."""
+        steps = [handle.close for handle in self.handles] + [c.release for c in self._claimed]
+        steps.append(self._remove_build_dir)
+        failure: BaseException | None = None
+        for step in steps:
+            try:
+                step()
+            except BaseException as exc:  # noqa: BLE001 - the rest is closed first, then it is raised
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _remove_build_dir(self) -> None:
         if self._build_dir is not None:
             remove_tree(self._build_dir)
             self._build_dir = None

@@ -814,16 +814,17 @@ class BotHandle:
 
     def close(self) -> None:
         """Ask politely (shutdown), give it a moment, then kill everything that is left."""
-        if self.is_running() and self.channel is not None:
-            try:
+        try:
+            if self.is_running() and self.channel is not None:
                 self.thaw()  # a frozen bot cannot read its shutdown, nor exit
                 self.send(messages.shutdown())
                 deadline = time.monotonic() + 0.5
                 while self.is_running() and time.monotonic() < deadline:
                     time.sleep(0.01)
-            except Exception:  # noqa: BLE001 - a dying bot must not stop the cleanup
-                pass
-        self.kill()
+        except Exception:  # noqa: BLE001 - a dying bot must not stop the cleanup
+            pass
+        finally:  # even when interrupted (Ctrl-C, a SIGTERM unwinding) while it waited
+            self.kill()
 
     def __enter__(self) -> BotHandle:
         return self

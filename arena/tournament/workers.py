@@ -285,11 +285,16 @@ def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
     unwind_on_termination(0)  # SIGTERM unwinds, once: the pool kills (and thaws) its bots
     _die_with_parent()
     try:
-        with lineup.pool(Path(log_dir)) as pool:
+        pool = lineup.pool(Path(log_dir))
+        try:
             while (spec := conn.recv()) is not None:
                 conn.send(("done", (spec, lineup.play(pool, spec))))
-            # All played: the coordinator may SIGTERM us now; let the pool close its bots in peace.
+        finally:
+            # All played, the coordinator gone (EOF, with its SIGTERM close behind: PDEATHSIG) or
+            # a SIGTERM unwinding us: from here a SIGTERM would cut the closing short and leave
+            # bots running, or frozen under strict, until the next run swept them.
             ignore_termination()
+            pool.close()
     except (EOFError, BrokenPipeError):  # the coordinator is gone
         sys.exit(1)
     except Exception as exc:  # a bug: tell the coordinator in one line rather than print a traceback

@@ -12,7 +12,8 @@ kind plays normally and appends every message it receives to LOG (the last argum
 surrogate, and ``hostile_info`` plays normally with such an ``info`` string on every move;
 ``spin_helpers N`` plays normally with N helper processes that spin forever (computing
 between its moves); ``slow S K`` plays normally but takes S seconds (sleeping) over K of its
-moves (from its third).
+moves (from its third); ``lingers FILE`` plays normally but, told to shut down, writes FILE
+and sleeps a minute before it exits.
 Unsandboxed stdio bots, whose parent is the referee: ``kill_referee [SIG]`` sends it SIG
 (SIGKILL) at every move from its third; ``stop_referee_once MARKER`` stops it (SIGSTOP) at
 its third move unless the file MARKER exists (it creates it), then plays on normally;
@@ -455,6 +456,10 @@ def main() -> None:
     while True:
         message = link.recv()
         if message is None or message["type"] == "shutdown":
+            if KIND == "lingers" and message is not None:  # slow to go: says so in the file ARGS[0]
+                with open(ARGS[0], "w") as marker:
+                    marker.write("shutdown\n")
+                time.sleep(60)
             return
         if message["type"] == "game_over" and KIND == "reconnect_per_game":  # a socket per game
             assert link.sock is not None
@@ -567,7 +572,7 @@ def main() -> None:
                 time.sleep(float(ARGS[0]))
             link.send(move_reply(seq, state))
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
-                      "spin_helpers", "reconnect_per_game") or KIND in ATTEMPTS:
+                      "spin_helpers", "reconnect_per_game", "lingers") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
         elif KIND == "bridge_forge":  # ZeroMQ: write a frame of the bridge's own into its pipe
             import struct

@@ -20,7 +20,15 @@ from arena.clock import TimeControl
 from arena.engine import patchwork
 from arena.engine.components import ruleset_for
 from arena.tournament.workers import game_deadline_s
-from tests.helpers import ARENA_ARGV, arena, arena_patched, misbehaving_bot, stored_games, worker_processes
+from tests.helpers import (
+    ARENA_ARGV,
+    arena,
+    arena_patched,
+    misbehaving_bot,
+    stored_games,
+    wait_for,
+    worker_processes,
+)
 
 SAMPLES = sample_bots_dir()
 
@@ -218,3 +226,40 @@ def test_the_game_deadline_covers_the_longest_legitimate_game_with_room_to_spare
                        + 2 * (tc.first_move_ms + tc.bank_ms)) / 1000 + 2 * 20
             assert game_deadline_s(tc, rules) >= 1.5 * longest
     assert 5 * 60 < game_deadline_s(TimeControl(), patchwork("revised")) < 10 * 60
+
+
+def test_a_worker_whose_coordinator_is_gone_closes_every_bot_despite_the_sigterm(tmp_path: Path) -> None:
+    """A worker that finds its coordinator gone (its pipe closed: a kill -9) closes its bots,
+    and the SIGTERM Linux sends for the coordinator's death comes a moment later. It used to
+    cut that closing short: the bots not closed yet were left running (under strict, frozen
+    until the next run swept them). Here the SIGTERM comes while the first bot takes its time
+    to leave after its shutdown."""
+    from arena.tournament.schedule import GameSpec
+    from arena.tournament.series import Lineup
+    from arena.tournament.workers import WorkerProcesses
+
+    marker = tmp_path / "told-to-shut-down"
+    misbehaving_bot(tmp_path / "bots" / "lingers", "lingers", str(marker), stdio=True)
+    misbehaving_bot(tmp_path / "bots" / "forks", "forks", stdio=True)  # children of its own
+    lineup = Lineup.of([tmp_path / "bots" / "lingers", tmp_path / "bots" / "forks"],
+                       time_control=TimeControl(2000, 10000))
+    workers = WorkerProcesses(lineup, tmp_path / "logs")
+    [seat0, seat1] = lineup.labels
+    worker = workers._start_worker(GameSpec(0, "g0", seat0, seat1, seed=1, pair=0))
+    try:
+        assert worker.conn.poll(60) and worker.conn.recv()[0] == "done"
+        assert len(_processes_under(tmp_path / "bots")) == 5  # both bots (one with 3 children) wait
+        worker.conn.close()  # as the coordinator's death closes it
+        assert wait_for(marker.exists, timeout=10)
+        os.kill(worker.process.pid, signal.SIGTERM)  # as Linux does (PR_SET_PDEATHSIG)
+        worker.process.join(30)
+        assert worker.process.exitcode is not None
+        deadline = time.monotonic() + 10
+        while _processes_under(tmp_path / "bots") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _processes_under(tmp_path / "bots") == []
+    finally:
+        if worker.process.is_alive():
+            worker.process.kill()
+        for left in _processes_under(tmp_path / "bots"):
+            os.kill(int(left.split(":")[0]), signal.SIGKILL)
