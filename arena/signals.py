@@ -13,9 +13,11 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+TERMINATION_SIGNALS: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)
 
 
 def unwind_on_termination(status: int | None = None) -> None:
@@ -77,4 +79,38 @@ def _ignore(_signum: int, _frame: Any) -> None:
     pass
 
 
-__all__ = ["TERMINATION_SIGNALS", "ignore_termination", "terminated_by", "unwind_on_termination"]
+_DEFERRED: tuple[int, ...] = (signal.SIGINT, *TERMINATION_SIGNALS)
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Hold Ctrl-C and the termination signals until the block is done, then act on each
+    that came (once): for steps that must not stop half-way, such as killing a bot's process
+    tree (its grace period, then SIGKILL) or starting a bot (a process not yet recorded would
+    be left running). In the main thread only, where Python runs signal handlers; elsewhere
+    a no-op. Nested blocks pass what they held to the outer one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, _frame: Any) -> None:
+        if signum not in held:
+            held.append(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        for number in _DEFERRED:
+            handler = signal.getsignal(number)
+            if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+                previous[number] = signal.signal(number, hold)
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in held:
+            signal.raise_signal(number)  # its own handler runs now, as if it had just come
+
+
+__all__ = ["TERMINATION_SIGNALS", "deferred_interrupts", "ignore_termination", "terminated_by",
+           "unwind_on_termination"]

@@ -32,6 +32,7 @@ from arena.launch.proctree import read_stat
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
 from arena.protocol.constants import MAX_MESSAGE_BYTES
+from arena.signals import deferred_interrupts
 from arena.untrusted import file_name, inside
 
 log = logging.getLogger("arena.wire")
@@ -289,8 +290,9 @@ class BotHandle:
         except OSError:
             self._log_start = 0
         try:
-            self.process = self.launcher.start_bot(argv, folder=self.manifest.folder, name=self.name,
-                                                   stderr_log=self.stderr_log, limits=limits)
+            with deferred_interrupts():  # a Ctrl-C comes once the process is known, to be killed
+                self.process = self.launcher.start_bot(argv, folder=self.manifest.folder, name=self.name,
+                                                       stderr_log=self.stderr_log, limits=limits)
         except BotStartError as exc:
             raise BotStartError(f"bot {self.name}: {exc}") from None
         self.starts += 1

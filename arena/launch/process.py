@@ -37,6 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from arena.errors import BotStartError, ConfigError
 from arena.launch.proctree import MARKER_VAR, ProcessTree, boot_ticks, pipe_holders
+from arena.signals import deferred_interrupts
 from arena.untrusted import remove_tree
 
 if TYPE_CHECKING:
@@ -189,8 +190,26 @@ class BotProcess:
         removed after the kill. A launcher (:mod:`arena.launch.launcher`) fills these in.
 
         Raises BotStartError when the program cannot be started (its cgroup and scratch
-        folder are removed first).
+        folder are removed first). A Ctrl-C or termination signal that comes meanwhile is
+        acted on once the process is started and known, or killed.
         """
+        started: BotProcess | None = None
+        try:
+            with deferred_interrupts():
+                started = cls._spawn(argv, cwd=cwd, env=env, limits=limits, stderr_log=stderr_log,
+                                     stderr_cap_bytes=stderr_cap_bytes, pipes=pipes, pass_fds=pass_fds,
+                                     cgroup=cgroup, max_processes=max_processes, scratch=scratch)
+        except BaseException:
+            if started is not None:  # interrupted as it returned: nobody would ever kill it
+                started.kill_tree()
+            raise
+        return started
+
+    @classmethod
+    def _spawn(cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None,
+               limits: ResourceLimits, stderr_log: Path | None, stderr_cap_bytes: int, pipes: bool,
+               pass_fds: Sequence[int], cgroup: BotCgroup | None, max_processes: int | None,
+               scratch: Path | None) -> BotProcess:
         if not argv:
             raise BotStartError("cannot start a bot: empty command line")
         argv = list(argv)
@@ -382,7 +401,7 @@ class BotProcess:
         A frozen bot is thawed first (a task held by a cgroup v1 freezer acts on no
         signal, not even SIGKILL); then :meth:`ProcessTree.kill`.
         """
-        with self._lock:
+        with self._lock, deferred_interrupts():  # half a kill would leave the TERM-deaf alive
             if self._killed:
                 return
             self._killed = True

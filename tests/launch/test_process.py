@@ -260,6 +260,62 @@ def test_child_that_ignores_sigterm_is_killed(spawn: Spawn, tmp_path: Path) -> N
     assert bot.describe_exit() == "killed by signal 9 (SIGKILL)"
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_kill_tree_comes_after_the_whole_tree_is_dead(spawn: Spawn, tmp_path: Path,
+                                                                       signum: int) -> None:
+    """Ctrl-C (or a SIGTERM unwinding the harness) in a kill's grace period cut it short: the
+    bot and its helper, both deaf to SIGTERM, lived on, and the next kill_tree returned at
+    once (the tree counted as killed). The signal now waits for the kill to end."""
+    from arena.signals import unwind_on_termination
+
+    bot = spawn(py("""
+        import os, signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if os.fork() == 0:
+            time.sleep(100)
+        open("ready", "w").close()
+        time.sleep(100)
+    """))
+    pids = wait_for(lambda: len(bot.tree_pids()) == 2 and (tmp_path / "bot" / "ready").exists()
+                    and bot.tree_pids())
+    previous = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGHUP)}
+    unwind_on_termination()
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signum))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt if signum == signal.SIGINT else SystemExit):
+            bot.kill_tree(grace_s=1.0)
+            time.sleep(1)  # (without the signal: the test fails here)
+    finally:
+        timer.cancel()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    assert all(is_dead(pid) for pid in pids)
+    assert bot.poll() == -signal.SIGKILL
+
+
+def test_a_ctrl_c_while_a_bot_starts_kills_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the bot's process exists but before start returns it: nobody held it, so
+    nobody killed it. The interrupt now waits for start's end, which kills what it started."""
+    import arena.launch.process as process
+
+    markers: list[str] = []
+
+    def interrupted_tree(pid: int, marker: str, *args: Any, **kwargs: Any) -> Any:
+        markers.append(marker)
+        os.kill(os.getpid(), signal.SIGINT)  # the worst moment: the process runs, nobody has it yet
+        time.sleep(0.05)
+        return ProcessTree(pid, marker, *args, **kwargs)
+
+    from arena.launch.proctree import ProcessTree
+
+    monkeypatch.setattr(process, "ProcessTree", interrupted_tree)
+    with pytest.raises(KeyboardInterrupt):
+        BotProcess.start(["/bin/sleep", "100"], cwd=tmp_path / "bot")
+    [marker] = markers
+    assert marker_holders(marker) == set()
+
+
 def test_kill_tree_is_idempotent(spawn: Spawn) -> None:
     with spawn(["/bin/sleep", "100"]) as bot:
         bot.kill_tree()
