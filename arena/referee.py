@@ -96,12 +96,13 @@ class Player(Protocol):
         """The sequence number of its next request."""
         ...
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], timeout_s: float | None = None) -> None:
         """Send a message built by :mod:`arena.protocol.messages`."""
         ...
 
-    def send_text(self, text: str) -> None:
-        """Send a message already encoded."""
+    def send_text(self, text: str, timeout_s: float | None = None) -> None:
+        """Send a message already encoded; should the bot not read it, wait ``timeout_s``
+        (its time to read it: BotTimeoutError after) or a default (ProtocolViolationError)."""
         ...
 
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
@@ -257,7 +258,9 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             else:
                 bot.thaw()
             sent = clock()  # the clock starts once the bot can run
-            _send_text(bot, mover, text)
+            # A long request (legal moves) may not fit in the pipe: a bot that thinks before it
+            # reads is waited for as long as its time for the move lasts, and no longer.
+            _send_text(bot, mover, text, (limit_ms + bank_ms) / 1000.0)
             if measure:
                 overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
             reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock, parking,
@@ -329,8 +332,8 @@ def _tell_offender(bot: Player, termination: Termination, detail: str) -> None:
     """Best effort: tell a bot at fault what it did (PROTOCOL.md, "How a game ends")."""
     if termination in (Termination.CRASH, Termination.START_FAILURE) or not bot.is_running():
         return
-    try:
-        bot.send(messages.error(f"{termination.value}: {detail.split(chr(10), 1)[0]}"))
+    try:  # not waited for: a bot at fault may not read, and the game is over
+        bot.send(messages.error(f"{termination.value}: {detail.split(chr(10), 1)[0]}"), timeout_s=0.0)
     except ArenaError:
         pass
 
@@ -384,9 +387,9 @@ def _send(bot: Player, seat: int, message: Mapping[str, Any]) -> None:
     _send_text(bot, seat, encode(message))
 
 
-def _send_text(bot: Player, seat: int, text: str) -> None:
+def _send_text(bot: Player, seat: int, text: str, timeout_s: float | None = None) -> None:
     try:
-        bot.send_text(text)
+        bot.send_text(text, timeout_s)
     except ArenaError as exc:
         raise _Forfeit(seat, exc) from None
 

@@ -123,7 +123,7 @@ class ScriptedChannel:
         self._order = itertools.count()
         self._schedule(bot.hello())
 
-    def send(self, text: str) -> None:
+    def send(self, text: str, timeout_s: float | None = None) -> None:
         if self.exit_code is not None:
             raise BotTerminatedError(f"bot {self.name}: exit code {self.exit_code}")
         assert "\n" not in text and text.isascii(), text
@@ -218,14 +218,14 @@ class ScriptedPlayer:
         assert self.session is not None
         return self.session.next_seq()
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], timeout_s: float | None = None) -> None:
         assert self.session is not None
         self.session.send(message)
 
-    def send_text(self, text: str) -> None:
+    def send_text(self, text: str, timeout_s: float | None = None) -> None:
         assert self.session is not None
         assert not (self.frozen and '"move_request"' in text), "a move request to a frozen bot"
-        self.session.send_text(text)
+        self.session.send_text(text, timeout_s)
 
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
         assert self.session is not None

@@ -342,16 +342,17 @@ class BotHandle:
         if self._freezes and self.process is not None:
             self.process.thaw()
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], timeout_s: float | None = None) -> None:
         """Send a message built by :mod:`arena.protocol.messages`."""
-        self.send_text(encode_trusted(message))
+        self.send_text(encode_trusted(message), timeout_s)
 
-    def send_text(self, text: str) -> None:
+    def send_text(self, text: str, timeout_s: float | None = None) -> None:
         """Send an already encoded message (the referee encodes once, measures the cost: the
         move requests, sent this way only).
 
         Sends to a frozen bot wait in its pipe or socket; a frozen bot with too much
-        unread input is thawed first, so that a send never waits on it."""
+        unread input is thawed first, so that a send never waits on it. ``timeout_s``: the
+        bot's time to read it (see :meth:`~arena.channel.transport.PipeChannel.send`)."""
         assert self.session is not None
         if text.startswith(_NEW_GAME):  # the referee's own encoding: "type" comes first
             self._moved_this_game = False
@@ -359,7 +360,7 @@ class BotHandle:
         if unread > FROZEN_UNREAD_BYTES and self.frozen:
             log.info("bot %s: thawed to read %d bytes of unread messages", self.name, unread)
             self.thaw()
-        self.session.send_text(text)
+        self.session.send_text(text, timeout_s)
 
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
         """The next message, decoded and schema-checked, or None on timeout."""

@@ -87,14 +87,14 @@ class BotSession:
         """Send a message built by :mod:`arena.protocol.messages`."""
         self.send_text(encode_trusted(message))
 
-    def send_text(self, text: str) -> None:
+    def send_text(self, text: str, timeout_s: float | None = None) -> None:
         """Send an already encoded message (the referee encodes a request before the bot's
-        clock starts)."""
+        clock starts); ``timeout_s``: see :meth:`~arena.channel.transport.PipeChannel.send`."""
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s << %s", self.name, text[:500], extra={"size": len(text.encode(errors="replace"))})
         self.unread += len(text) + 1
         self.last_sent = len(text)
-        self.channel.send(text)
+        self.channel.send(text, timeout_s)
 
     def receive(self, timeout_s: float) -> dict[str, Any] | None:
         """The next message, decoded and schema-checked, or None on timeout."""

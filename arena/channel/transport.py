@@ -58,6 +58,7 @@ from arena.errors import (
     ArenaError,
     BotStartError,
     BotTerminatedError,
+    BotTimeoutError,
     MalformedMessageError,
     OversizeMessageError,
     ProtocolViolationError,
@@ -98,8 +99,8 @@ class Channel(Protocol):
 
     name: str
 
-    def send(self, text: str) -> None:
-        """Send one message (a JSON text without newline)."""
+    def send(self, text: str, timeout_s: float | None = None) -> None:
+        """Send one message (a JSON text without newline); see :meth:`PipeChannel.send`."""
         ...
 
     def recv(self, timeout_s: float) -> str | None:
@@ -339,9 +340,11 @@ class PipeChannel:
     def max_pending(self) -> int:
         return self.inbox.max_pending
 
-    def send(self, text: str) -> None:
-        """Write one line. Raises BotTerminatedError when the bot's stdin is closed,
-        ProtocolViolationError when it does not read it within ``send_timeout_s``."""
+    def send(self, text: str, timeout_s: float | None = None) -> None:
+        """Write one line. Raises BotTerminatedError when the bot's stdin is closed. When the
+        pipe is full, waits for the bot to read: ``timeout_s`` is the bot's own time to read
+        it (a move request's: its time for the move), after which it is a BotTimeoutError;
+        without one, ``send_timeout_s`` and then a ProtocolViolationError."""
         if self._closed:
             raise RuntimeError(f"the channel to bot {self.name} is closed")
         if "\n" in text:
@@ -350,7 +353,7 @@ class PipeChannel:
         self._read_at_send = self.bytes_read
         written = self._write(data)
         if written < len(data):  # the pipe is full: the bot has not read what came before
-            self._send_rest(memoryview(data)[written:])
+            self._send_rest(memoryview(data)[written:], timeout_s)
 
     def _write(self, data: bytes | memoryview) -> int:
         try:
@@ -360,18 +363,21 @@ class PipeChannel:
         except (BrokenPipeError, ConnectionResetError):
             raise self._input_closed() from None
 
-    def _send_rest(self, data: memoryview) -> None:
-        """Wait for the bot to read, up to ``send_timeout_s``, and write the rest."""
-        deadline = time.monotonic() + self.send_timeout_s
+    def _send_rest(self, data: memoryview, timeout_s: float | None) -> None:
+        """Wait for the bot to read and write the rest (see :meth:`send`)."""
+        waited = self.send_timeout_s if timeout_s is None else max(timeout_s, 0.0)
+        deadline = time.monotonic() + waited
         writable = select.poll()  # not select(): descriptors may be above 1024
         writable.register(self._in_fd, select.POLLOUT)
         while data:
             writable.poll(_ms(deadline - time.monotonic()))
             data = data[self._write(data):]
             if data and time.monotonic() >= deadline:
-                raise ProtocolViolationError(
-                    f"bot {self.name}: does not read its input ({len(data)} bytes unsent "
-                    f"after {self.send_timeout_s:g} s)")
+                unread = f"{len(data)} bytes of the message unsent after {waited:g} s"
+                if timeout_s is None:
+                    raise ProtocolViolationError(f"bot {self.name}: does not read its input ({unread})")
+                raise BotTimeoutError(f"bot {self.name}: did not read its input within its time ({unread}): "
+                                      "read each message as it comes, and think after reading it")
 
     def recv(self, timeout_s: float) -> str | None:
         """The next message, or None after ``timeout_s`` seconds (see the module docs)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -430,3 +431,50 @@ def test_sample_bots_go_by_their_names_from_any_folder(tmp_path: Path) -> None:
     assert proc.stderr.strip().endswith(
         "not a bot folder (no such directory; the sample bots that ship with arena go by their names: "
         "cbot, greedy, mcts, random)"), proc.stderr
+
+
+# A stdio bot with a one-page stdin pipe (F_SETPIPE_SZ: any request with its legal moves is
+# longer) that, after its first move, thinks PAUSE seconds without reading its input.
+_PONDERER = '''
+import fcntl, json, sys, time
+fcntl.fcntl(0, 1031, 4096)
+print(json.dumps({"type": "hello", "name": "ponderer", "version": "1", "protocol": 1,
+                  "capabilities": {"legal_moves": True}}), flush=True)
+moved = False
+for line in sys.stdin:
+    message = json.loads(line)
+    if message["type"] == "move_request":
+        print(json.dumps({"type": "move", "seq": message["seq"], "move": message["legal_moves"][0]}),
+              flush=True)
+        if not moved:
+            moved = True
+            time.sleep(float(sys.argv[1]))
+    elif message["type"] == "shutdown":
+        break
+'''
+
+
+@pytest.mark.parametrize(("pause", "per_move", "verdict"),
+                         [("5.6", "9000", "normal"), ("60", "1000", "timeout")])
+def test_a_request_the_bot_does_not_read_waits_for_its_time_for_the_move(tmp_path: Path, pause: str,
+                                                                         per_move: str, verdict: str) -> None:
+    """A request longer than the bot's stdin pipe waited 5 s for the bot to read it, whatever
+    the time control: a bot that thinks before it reads lost by 'protocol' with time left, and
+    one that never reads stalled the game 10 s (5 s more to tell it). Now the wait is the move's
+    time: a ponderer within it plays on; a bot that never reads loses on time when it is up."""
+    bot = tmp_path / "ponderer"
+    bot.mkdir()
+    (bot / "bot.py").write_text(_PONDERER)
+    (bot / "bot.toml").write_text(f'name = "ponderer"\ncommand = ["python3", "bot.py", "{pause}"]\n'
+                                  'protocol = "stdio"\n')
+    out = tmp_path / "games.jsonl"
+    started = time.monotonic()
+    proc = arena("play", str(bot), str(sample_bots_dir() / "random"), "--games", "1", "--out", str(out),
+                 "--time-per-move", per_move, "--bank-ms", "0", "--logs", str(tmp_path / "logs"))
+    took = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())["result"]
+    assert result["reason"] == verdict, result
+    if verdict == "timeout":
+        assert result["loser"] == 0 and "did not read its input within its time" in result["detail"], result
+        assert took < 5, took  # 1 s for the move, and no wait to tell it
