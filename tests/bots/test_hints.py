@@ -760,3 +760,22 @@ def test_loading_after_the_hello_is_told_it_counts_in_the_first_move(tmp_path: P
     assert code == 0 and "warning: 1 move(s) over their limit, drawing on the bank" in out, out
     assert ("(its first move: loading after the hello counts in it; load within 500 ms, or before the "
             "hello, which may come up to 20 s after the start)") in out, out
+
+
+@needs_strict
+@pytest.mark.parametrize(("how", "said"), [
+    ("sys.exit(200)", "start: bot exits: exit code 200"),  # 128 + 72: no signal has that number
+    ("sys.exit(3)", "start: bot exits: exit code 3"),
+    # bwrap reports a signal's death as 128 + the signal: a plain exit(139) reads the same
+    ("sys.exit(139)", "start: bot exits: killed by signal 11 (SIGSEGV) (or exit status 139)"),
+    ("os.kill(os.getpid(), 11)", "start: bot exits: killed by signal 11 (SIGSEGV) (or exit status 139)")])
+def test_an_exit_status_over_128_under_strict_is_not_read_as_a_signal(tmp_path: Path, how: str,
+                                                                      said: str) -> None:
+    """Red team: under strict an exit(200) was reported as "killed by signal 72"."""
+    folder = tmp_path / "exits"
+    folder.mkdir()
+    folder.chmod(0o755)
+    (folder / "bot.py").write_text(f"import os, sys\n{how}\n")
+    write_bot(folder, "exits", ["python", "bot.py"], protocol="stdio")
+    code, out = check_bot(folder, "--sandbox", "strict", "--games", "1")
+    assert code == 1 and said in out, out
