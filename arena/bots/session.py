@@ -27,7 +27,7 @@ from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, S
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.bubblewrap import SandboxLimits
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
-from arena.launch.process import BotProcess
+from arena.launch.process import BotProcess, log_is_full
 from arena.launch.proctree import read_stat
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
@@ -572,7 +572,8 @@ class BotHandle:
                     f"{MAX_MESSAGE_BYTES >> 20} MiB on one line (a move_request with its legal moves is "
                     "often tens of KB): read each line whole, not into a fixed-size buffer")
         if not tail and strict:
-            return ("its log is empty; if it runs under --sandbox none, look at what strict changes: "
+            said = "its log is full" if log_is_full(self.stderr_log) else "its log is empty"
+            return (f"{said}; if it runs under --sandbox none, look at what strict changes: "
                     "the bot's folder is read-only (write files in $TMPDIR: a file opened for writing "
                     "next to the bot is NULL in C), and it sees only its own folder and the system's")
         return ""

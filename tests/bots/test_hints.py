@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from arena.bots.pool import sample_bots_dir
+from arena.launch.process import STDERR_LOG_MAX_BYTES
 from tests.helpers import arena, arena_patched, misbehaving_bot, needs_strict, write_bot
 
 NEWCOMER = Path(__file__).parents[1] / "programs" / "newcomer"
@@ -779,3 +780,35 @@ def test_an_exit_status_over_128_under_strict_is_not_read_as_a_signal(tmp_path: 
     write_bot(folder, "exits", ["python", "bot.py"], protocol="stdio")
     code, out = check_bot(folder, "--sandbox", "strict", "--games", "1")
     assert code == 1 and said in out, out
+
+
+def test_a_crash_after_the_log_is_full_says_the_log_is_full(tmp_path: Path) -> None:
+    """Red team: once a bot's log file had reached its whole-file cap, a crash's report said
+    "(its log ... is empty)" (nothing more is written to it). The log is filled beforehand."""
+    folder = newcomer(tmp_path, "key_error.py")
+    log = tmp_path / "logs" / "key-error.stderr.log"
+    log.parent.mkdir()
+    with open(log, "wb") as handle:
+        handle.truncate(STDERR_LOG_MAX_BYTES)  # sparse: as large as the cap, written in no time
+    proc = arena("check-bot", str(folder), "--games", "1", "--logs", str(log.parent))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "crash: bot key-error: exit code 1" in out, out
+    assert f"(its log {log} reached its 16 MiB limit: nothing more was kept)" in out, out
+    assert "is empty" not in out, out
+
+
+@needs_strict
+def test_a_strict_crash_after_the_log_is_full_is_not_told_its_log_is_empty(tmp_path: Path) -> None:
+    """The same under strict, for a C bot dying of SIGSEGV with nothing in its log: the hint
+    said "its log is empty"."""
+    c_bot = c_newcomer(tmp_path, "beside")
+    log = tmp_path / "logs" / "fixed-buffer.stderr.log"
+    log.parent.mkdir()
+    with open(log, "wb") as handle:
+        handle.truncate(STDERR_LOG_MAX_BYTES)
+    proc = arena("check-bot", str(c_bot), "--games", "1", "--sandbox", "strict", "--logs", str(log.parent))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "killed by signal 11 (SIGSEGV)" in out, out
+    assert f"(its log {log} reached its 16 MiB limit: nothing more was kept)" in out, out
+    assert ("hint: its log is full; if it runs under --sandbox none, look at what strict changes: the bot's "
+            "folder is read-only") in out and "is empty" not in out, out
