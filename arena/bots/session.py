@@ -80,8 +80,13 @@ _PYTHON_REPR = re.compile(r"""\{'[^']*': """)
 _MISSING_VARIABLE = re.compile(r"(?s:environ\[.*KeyError: ')|`Err` value: NotPresent")
 # A file a bot (Python, C's perror) did not find by a relative path
 _MISSING_FILE = re.compile(r"No such file or directory: '([^'/][^']{0,299})'")
-# A file a bot (Python) was refused: "Permission denied: 'mybot.log'", "can't open file '...': [Errno 13]"
-_DENIED_PATH = re.compile(r"Permission denied: '([^']{1,300})'|can't open file '([^']{1,300})': \[Errno 13\]")
+# A file a bot was refused: Python's "Permission denied: 'mybot.log'", "can't open file '...': [Errno 13]",
+# Node's "EACCES: permission denied, open 'mybot.log'"
+_DENIED_PATH = re.compile(r"Permission denied: '([^']{1,300})'|can't open file '([^']{1,300})': \[Errno 13\]"
+                          r"|EACCES: permission denied, \w+ '([^']{1,300})'")
+# A write refused by a read-only file system: "Read-only file system" (Python, C, Rust), Go's
+# lower-case "read-only file system", Node's "EROFS: read-only file system, open '...'"
+_READ_ONLY = re.compile(r"read-only file system|\bEROFS\b", re.IGNORECASE)
 _DYING_S = 0.3  # how long a bot that wrote a line that is not JSON is given to exit, for that
 # Interpreters that read a script's carriage returns as part of its lines (Python and Node do not).
 _CRLF_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "perl", "ruby", "awk"})
@@ -547,7 +552,7 @@ class BotHandle:
             return ""
         tail = self.log_tail()
         strict = isinstance(self.launcher, BubblewrapLauncher)
-        if strict and any("Read-only file system" in line for line in tail):
+        if strict and any(_READ_ONLY.search(line) for line in tail):
             return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
                     "private temporary folder), never next to the bot")
         denied = (self._denied_hint(tail) if strict else "") or self._environment_hint(tail)
@@ -580,14 +585,14 @@ class BotHandle:
 
     def _denied_hint(self, tail: list[str]) -> str:
         """Under strict, for a log naming a file of the bot's folder it was denied (Python's
-        "Permission denied: 'mybot.log'"): one other users cannot read, or one it tried to
+        "Permission denied: 'mybot.log'", Node's EACCES): one other users cannot read, or one it tried to
         write (its folder's files belong to another user there); else ""."""
         folder = self.manifest.folder.resolve()
         for line in tail:
             found = _DENIED_PATH.search(line)
             if found is None:
                 continue
-            word = found[1] or found[2]
+            word = next(group for group in found.groups() if group)
             path = _in_folder(folder, word)
             if path is None or not os.path.lexists(path):
                 continue

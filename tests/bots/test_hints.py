@@ -812,3 +812,20 @@ def test_a_strict_crash_after_the_log_is_full_is_not_told_its_log_is_empty(tmp_p
     assert f"(its log {log} reached its 16 MiB limit: nothing more was kept)" in out, out
     assert ("hint: its log is full; if it runs under --sandbox none, look at what strict changes: the bot's "
             "folder is read-only") in out and "is empty" not in out, out
+
+
+@needs_strict
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Path) -> None:
+    """Red team: Node says "EROFS: read-only file system" (lower case) and "EACCES: permission
+    denied, open 'moves.log'": neither got the hint Python's errors get."""
+    folder = newcomer(tmp_path, "writes_beside.js", command=["node", "writes_beside.js"], name="js")
+    assert check_bot(folder)[0] == 0  # fine under none (and it leaves moves.log there)
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EACCES: permission denied, open 'moves.log'" in out, out
+    assert ("hint: under --sandbox strict the bot's folder is read-only and moves.log belongs to another "
+            "user: write files in $TMPDIR") in out, out
+    (folder / "moves.log").unlink()
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EROFS: read-only file system, open 'moves.log'" in out, out
+    assert "hint: under --sandbox strict the bot's folder is read-only: write files in $TMPDIR" in out, out
