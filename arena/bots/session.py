@@ -656,6 +656,9 @@ class BotHandle:
                 if ".." in word and not _within(Path(os.path.normpath(folder / word)), folder):
                     return (f"under the sandbox only the bot's own folder is visible, and {word} is "
                             "outside it: copy what the bot needs into its folder and use a path inside it")
+        above = self._parent_relative_hint(words, folder)
+        if above:
+            return above
         spaced = _spaced_path(words, folder)
         if spaced is not None:
             return (f"{json.dumps(spaced)} holds a space, so the command line split it into words: quote "
@@ -687,6 +690,23 @@ class BotHandle:
                 "Exec format error" in line or line.startswith(sh_said)
                 for line in [str(error), *self.log_tail(5)])):
             return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
+        return ""
+
+    def _parent_relative_hint(self, words: tuple[str, ...], folder: Path) -> str:
+        """For a word of the command naming a path from the folder above the bot's ("v_rel/bot.js"
+        in the folder v_rel, written from its parent): it begins with the folder's own name, and
+        names nothing in the bot's folder but would without that first part; else ""."""
+        names = {folder.name, self.manifest.folder.name}
+        for i, word in enumerate(words[:20]):
+            head, _, rest = word.removeprefix("./").partition("/")
+            path = _in_folder(folder, word)
+            if head not in names or not rest or path is None or os.path.lexists(path):
+                continue
+            beside = _in_folder(folder, rest)
+            if beside is not None and os.path.lexists(beside):
+                fixed = "./" + rest if i == 0 else rest  # a program's path must hold a '/' (else: the PATH)
+                return (f"paths in 'command' are relative to the bot's folder ({folder.name}): write "
+                        f"{json.dumps(fixed)}, not {json.dumps(word)}")
         return ""
 
     def _file_hint(self, word: str, folder: Path) -> str:

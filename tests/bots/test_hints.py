@@ -829,3 +829,22 @@ def test_node_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_pat
     code, out = check_bot(folder, "--sandbox", "strict")
     assert code == 1 and "Error: EROFS: read-only file system, open 'moves.log'" in out, out
     assert "hint: under --sandbox strict the bot's folder is read-only: write files in $TMPDIR" in out, out
+
+
+@pytest.mark.parametrize(("script", "command", "hint"), [
+    ("stdio_bot.py", ["python", "pyb/stdio_bot.py"], 'write "stdio_bot.py", not "pyb/stdio_bot.py"'),
+    ("stdio_bot.py", ["./pyb/stdio_bot.py"], 'write "./stdio_bot.py", not "./pyb/stdio_bot.py"'),
+    pytest.param("writes_beside.js", ["node", "pyb/writes_beside.js"],
+                 'write "writes_beside.js", not "pyb/writes_beside.js"',
+                 marks=pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"))])
+def test_a_command_path_relative_to_the_folder_above_is_told_it_is_the_bot_s(
+        tmp_path: Path, script: str, command: list[str], hint: str) -> None:
+    """Newcomer trial: command = "node v_rel/bot.js" in the folder v_rel (written from the folder
+    above it) failed with "Cannot find module '/.../v_rel/v_rel/bot.js'" and no hint."""
+    folder = newcomer(tmp_path, script, command=command, name="pyb")
+    if command[0].startswith("./"):  # run as a program
+        (folder / script).write_text(f"#!{sys.executable}\n" + (folder / script).read_text())
+        (folder / script).chmod(0o755)
+    code, out = check_bot(folder)
+    assert code == 1 and (f"pyb/pyb/{script}" in out or "cannot start './pyb/" in out), out
+    assert f"hint: paths in 'command' are relative to the bot's folder (pyb): {hint}" in out, out
