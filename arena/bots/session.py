@@ -67,8 +67,10 @@ _SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "ex
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
 _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 _ZMQ_VARIABLE = re.compile(r"\bARENA_(TOKEN|ENDPOINT)\b")
+# Node's process.stdout.write is synchronous on a pipe on Linux: nothing to flush there.
 _FLUSH_IDIOMS = ("print(..., flush=True), fflush(stdout), System.out.flush() (a BufferedWriter's own "
-                 "flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), Perl's $| = 1")
+                 "flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), Perl's $| = 1; "
+                 "Node's process.stdout.write needs none")
 # A JVM's unified logging line ("[0.346s][warning][os,thread] ..."), which goes to stdout.
 _JVM_LOG_LINE = re.compile(r"\[\d+\.\d+s\]\[(?:warning|error|info)\]")
 NEXT_LINES = 3  # lines of stdout shown after one that is not JSON, when the bot dies with it
@@ -436,6 +438,10 @@ class BotHandle:
             if self.channel.partial_line().strip():
                 return ("it wrote part of a line and no newline: end each message with a "
                         "newline and flush your stdout after each message")
+            if self.is_running() and self._busy():  # loading, not unflushed: flushing would not help
+                return (f"it was still computing when the start timeout ({self._start_timeout_s:g} s) ran "
+                        "out: send hello first, then load or precompute (the first move has a larger "
+                        "limit; the Python SDK's run(setup=...) does this)")
             return ("it wrote nothing on stdout: flush your stdout after each message "
                     f"({_FLUSH_IDIOMS})" + self._slow_start())
         silent = (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()

@@ -75,9 +75,24 @@ def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "no hello within 2 s" in out, out
     assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
             "fflush(stdout), System.out.flush() (a BufferedWriter's own flush()), Go's bufio Writer.Flush(), "
-            "Rust's io::stdout().flush(), Perl's $| = 1); or it is still starting: say hello "
+            "Rust's io::stdout().flush(), Perl's $| = 1; Node's process.stdout.write needs none); or it is "
+            "still starting: say hello "
             "first, then load (the start limit is 2 s; the Python SDK's run(setup=...) does "
             "this)") in out, out
+
+
+def test_a_bot_computing_before_its_hello_is_told_so_not_to_flush(tmp_path: Path) -> None:
+    """Newcomer trial: a bot precomputing for 25 s before its hello (silent, on a CPU all along)
+    was told "it wrote nothing on stdout: flush your stdout" (the start limit shrunk to 2 s)."""
+    folder = newcomer(tmp_path, "precomputes.py", "10")
+    proc = arena_patched("from arena.bots.session import BotHandle\n"
+                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0",
+                         "check-bot", str(folder), "--games", "1", "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    assert ("hint: it was still computing when the start timeout (2 s) ran out: send hello first, then "
+            "load or precompute") in out, out
+    assert "flush" not in out, out
 
 
 def test_a_slow_hello_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
@@ -580,7 +595,8 @@ def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) ->
 SILENT_MOVE = "it wrote nothing on stdout after the move_request and was waiting for its input: flush " \
     "stdout after every message (print(..., flush=True), fflush(stdout), System.out.flush() " \
     "(a BufferedWriter's own flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), " \
-    "Perl's $| = 1), and read stdin line by line (not to end of file)"
+    "Perl's $| = 1; Node's process.stdout.write needs none), and read stdin line by line (not to end of " \
+    "file)"
 STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its process group), so " \
     "it could not answer: a bot must never stop itself"
 
