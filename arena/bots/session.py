@@ -453,21 +453,25 @@ class BotHandle:
         # silent: a stdio bot that sent nothing before its time ran out; what it did meanwhile
         channel = self.channel if silent and isinstance(self.channel, StdioChannel) else None
         if channel is not None:
-            if channel.wrote_since_send() and len(channel.inbox):
-                # its move came in after all, once the time had run out (what the hint looks at later)
-                return ("its reply came after its time ran out: it is too slow for this time control; "
-                        "keep each move within the per-move limit (the request's clocks say it, and "
-                        "what is left in the bank)")
             waiting = self._waits()
             # Blocked reading its stdin, it thinks it has answered, whatever a thread of it computes
             # meanwhile (pondering); else a thread of its own may compute (a JVM's main thread waits).
             reading = "input" in waiting
             computing = not reading and ("R" in states or self._busy())
-            if channel.partial_line().strip():
+            # What its stdout holds, read once the sampling above is done (it takes up to
+            # BUSY_SAMPLE_S) and for all the branches below: a reply a few ms late lands meanwhile.
+            partial = channel.partial_line().strip()
+            wrote = channel.wrote_since_send()
+            if wrote and len(channel.inbox):
+                # its move came in after all, once the time had run out
+                return ("its reply came after its time ran out: it is too slow for this time control; "
+                        "keep each move within the per-move limit (the request's clocks say it, and "
+                        "what is left in the bank)")
+            if partial:
                 if not computing:
                     return ("it wrote part of a line and no newline after the move_request: end each "
                             "message with a newline and flush stdout after it")
-            elif channel.wrote_since_send():
+            elif wrote:
                 return ("it wrote only blank lines on stdout after the move_request, and no move: "
                         "write the move as one line of JSON, and nothing else, then flush stdout")
             elif computing:

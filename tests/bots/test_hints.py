@@ -4,6 +4,7 @@ what to change, show the bot's log tail, and keep the log."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -628,6 +629,20 @@ def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str) -> No
     assert "slowest first move: timed out (limit 200 ms)" in out, out
     # one timeout is enough to say it: the other games would each wait as long (61 s for 4 games)
     assert "stopped after game 1 of 2: the bot timed out" in out and "game 2 (" not in out, out
+
+
+def test_a_reply_a_few_ms_late_is_told_it_came_late_not_blank_lines(tmp_path: Path) -> None:
+    """Red team: a reply landing in the pipe while the hint looked into /proc (5 to 30 ms after
+    the limit) was told "it wrote only blank lines on stdout"."""
+    folder = newcomer(tmp_path, "just_late.py", "100")
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(folder), "sample_bots/random", "--games", "10", "--time-per-move", "100",
+                 "--bank-ms", "0", "--first-move-ms", "100", "--out", str(out),
+                 "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    details = [json.loads(line)["result"]["detail"] for line in out.read_text().splitlines()]
+    assert len(details) == 10 and not any("blank lines" in detail for detail in details), details
+    assert all("hint: its reply came after its time ran out" in detail for detail in details), details
 
 
 def test_a_bot_stopping_its_process_group_is_told_it_was_stopped(tmp_path: Path) -> None:
