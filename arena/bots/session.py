@@ -27,7 +27,7 @@ from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, S
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.bubblewrap import SandboxLimits
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
-from arena.launch.process import BotProcess
+from arena.launch.process import BotProcess, log_is_full
 from arena.launch.proctree import read_stat
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
@@ -68,8 +68,10 @@ _SHELL_BUILTINS = frozenset({"cd", "export", "source", ".", "set", "ulimit", "ex
 _SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", ">", ">>", "<", "2>&1", "&", "2>", "1>"})
 _HELLO_LINE = re.compile(r'"type"\s*:\s*"hello"')
 _ZMQ_VARIABLE = re.compile(r"\bARENA_(TOKEN|ENDPOINT)\b")
+# Node's process.stdout.write is synchronous on a pipe on Linux: nothing to flush there.
 _FLUSH_IDIOMS = ("print(..., flush=True), fflush(stdout), System.out.flush() (a BufferedWriter's own "
-                 "flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), Perl's $| = 1")
+                 "flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), Perl's $| = 1; "
+                 "Node's process.stdout.write needs none")
 # A JVM's unified logging line ("[0.346s][warning][os,thread] ..."), which goes to stdout.
 _JVM_LOG_LINE = re.compile(r"\[\d+\.\d+s\]\[(?:warning|error|info)\]")
 NEXT_LINES = 3  # lines of stdout shown after one that is not JSON, when the bot dies with it
@@ -81,8 +83,13 @@ _PYTHON_REPR = re.compile(r"""\{'[^']*': """)
 _MISSING_VARIABLE = re.compile(r"(?s:environ\[.*KeyError: ')|`Err` value: NotPresent")
 # A file a bot (Python, C's perror) did not find by a relative path
 _MISSING_FILE = re.compile(r"No such file or directory: '([^'/][^']{0,299})'")
-# A file a bot (Python) was refused: "Permission denied: 'mybot.log'", "can't open file '...': [Errno 13]"
-_DENIED_PATH = re.compile(r"Permission denied: '([^']{1,300})'|can't open file '([^']{1,300})': \[Errno 13\]")
+# A file a bot was refused: Python's "Permission denied: 'mybot.log'", "can't open file '...': [Errno 13]",
+# Node's "EACCES: permission denied, open 'mybot.log'"
+_DENIED_PATH = re.compile(r"Permission denied: '([^']{1,300})'|can't open file '([^']{1,300})': \[Errno 13\]"
+                          r"|EACCES: permission denied, \w+ '([^']{1,300})'")
+# A write refused by a read-only file system: "Read-only file system" (Python, C, Rust), Go's
+# lower-case "read-only file system", Node's "EROFS: read-only file system, open '...'"
+_READ_ONLY = re.compile(r"read-only file system|\bEROFS\b", re.IGNORECASE)
 _DYING_S = 0.3  # how long a bot that wrote a line that is not JSON is given to exit, for that
 # Interpreters that read a script's carriage returns as part of its lines (Python and Node do not).
 _CRLF_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "perl", "ruby", "awk"})
@@ -434,6 +441,10 @@ class BotHandle:
             if self.channel.partial_line().strip():
                 return ("it wrote part of a line and no newline: end each message with a "
                         "newline and flush your stdout after each message")
+            if self.is_running() and self._busy():  # loading, not unflushed: flushing would not help
+                return (f"it was still computing when the start timeout ({self._start_timeout_s:g} s) ran "
+                        "out: send hello first, then load or precompute (the first move has a larger "
+                        "limit; the Python SDK's run(setup=...) does this)")
             return ("it wrote nothing on stdout: flush your stdout after each message "
                     f"({_FLUSH_IDIOMS})" + self._slow_start())
         silent = (isinstance(error, BotTimeoutError) and error.silent and stdio and self.is_running()
@@ -445,21 +456,25 @@ class BotHandle:
         # silent: a stdio bot that sent nothing before its time ran out; what it did meanwhile
         channel = self.channel if silent and isinstance(self.channel, StdioChannel) else None
         if channel is not None:
-            if channel.wrote_since_send() and len(channel.inbox):
-                # its move came in after all, once the time had run out (what the hint looks at later)
-                return ("its reply came after its time ran out: it is too slow for this time control; "
-                        "keep each move within the per-move limit (the request's clocks say it, and "
-                        "what is left in the bank)")
             waiting = self._waits()
             # Blocked reading its stdin, it thinks it has answered, whatever a thread of it computes
             # meanwhile (pondering); else a thread of its own may compute (a JVM's main thread waits).
             reading = "input" in waiting
             computing = not reading and ("R" in states or self._busy())
-            if channel.partial_line().strip():
+            # What its stdout holds, read once the sampling above is done (it takes up to
+            # BUSY_SAMPLE_S) and for all the branches below: a reply a few ms late lands meanwhile.
+            partial = channel.partial_line().strip()
+            wrote = channel.wrote_since_send()
+            if wrote and len(channel.inbox):
+                # its move came in after all, once the time had run out
+                return ("its reply came after its time ran out: it is too slow for this time control; "
+                        "keep each move within the per-move limit (the request's clocks say it, and "
+                        "what is left in the bank)")
+            if partial:
                 if not computing:
                     return ("it wrote part of a line and no newline after the move_request: end each "
                             "message with a newline and flush stdout after it")
-            elif channel.wrote_since_send():
+            elif wrote:
                 return ("it wrote only blank lines on stdout after the move_request, and no move: "
                         "write the move as one line of JSON, and nothing else, then flush stdout")
             elif computing:
@@ -550,7 +565,7 @@ class BotHandle:
             return ""
         tail = self.log_tail()
         strict = isinstance(self.launcher, BubblewrapLauncher)
-        if strict and any("Read-only file system" in line for line in tail):
+        if strict and any(_READ_ONLY.search(line) for line in tail):
             return ("under --sandbox strict the bot's folder is read-only: write files in $TMPDIR (a "
                     "private temporary folder), never next to the bot")
         denied = (self._denied_hint(tail) if strict else "") or self._environment_hint(tail)
@@ -575,21 +590,22 @@ class BotHandle:
                     f"{MAX_MESSAGE_BYTES >> 20} MiB on one line (a move_request with its legal moves is "
                     "often tens of KB): read each line whole, not into a fixed-size buffer")
         if not tail and strict:
-            return ("its log is empty; if it runs under --sandbox none, look at what strict changes: "
+            said = "its log is full" if log_is_full(self.stderr_log) else "its log is empty"
+            return (f"{said}; if it runs under --sandbox none, look at what strict changes: "
                     "the bot's folder is read-only (write files in $TMPDIR: a file opened for writing "
                     "next to the bot is NULL in C), and it sees only its own folder and the system's")
         return ""
 
     def _denied_hint(self, tail: list[str]) -> str:
         """Under strict, for a log naming a file of the bot's folder it was denied (Python's
-        "Permission denied: 'mybot.log'"): one other users cannot read, or one it tried to
+        "Permission denied: 'mybot.log'", Node's EACCES): one other users cannot read, or one it tried to
         write (its folder's files belong to another user there); else ""."""
         folder = self.manifest.folder.resolve()
         for line in tail:
             found = _DENIED_PATH.search(line)
             if found is None:
                 continue
-            word = found[1] or found[2]
+            word = next(group for group in found.groups() if group)
             path = _in_folder(folder, word)
             if path is None or not os.path.lexists(path):
                 continue
@@ -653,6 +669,9 @@ class BotHandle:
                 if ".." in word and not _within(Path(os.path.normpath(folder / word)), folder):
                     return (f"under the sandbox only the bot's own folder is visible, and {word} is "
                             "outside it: copy what the bot needs into its folder and use a path inside it")
+        above = self._parent_relative_hint(words, folder)
+        if above:
+            return above
         spaced = _spaced_path(words, folder)
         if spaced is not None:
             return (f"{json.dumps(spaced)} holds a space, so the command line split it into words: quote "
@@ -684,6 +703,23 @@ class BotHandle:
                 "Exec format error" in line or line.startswith(sh_said)
                 for line in [str(error), *self.log_tail(5)])):
             return f"{words[0]} has no #! line: add one, e.g. #!/usr/bin/env python3"
+        return ""
+
+    def _parent_relative_hint(self, words: tuple[str, ...], folder: Path) -> str:
+        """For a word of the command naming a path from the folder above the bot's ("v_rel/bot.js"
+        in the folder v_rel, written from its parent): it begins with the folder's own name, and
+        names nothing in the bot's folder but would without that first part; else ""."""
+        names = {folder.name, self.manifest.folder.name}
+        for i, word in enumerate(words[:20]):
+            head, _, rest = word.removeprefix("./").partition("/")
+            path = _in_folder(folder, word)
+            if head not in names or not rest or path is None or os.path.lexists(path):
+                continue
+            beside = _in_folder(folder, rest)
+            if beside is not None and os.path.lexists(beside):
+                fixed = "./" + rest if i == 0 else rest  # a program's path must hold a '/' (else: the PATH)
+                return (f"paths in 'command' are relative to the bot's folder ({folder.name}): write "
+                        f"{json.dumps(fixed)}, not {json.dumps(word)}")
         return ""
 
     def _file_hint(self, word: str, folder: Path) -> str:

@@ -130,6 +130,9 @@ class UnconfinedLauncher(Launcher):
     level: ClassVar[str] = "none"
 
 
+_MAX_SIGNAL = 64  # SIGRTMAX on Linux
+
+
 class _BubblewrapProcess(BotProcess):
     """A bot started under bwrap, whose two processes stand between us and the bot: its
     monitor (our direct child) and the sandbox's init (the monitor's child)."""
@@ -137,7 +140,10 @@ class _BubblewrapProcess(BotProcess):
     output_copy_held = True  # both keep a copy of every descriptor they pass on
 
     def decode_status(self, code: int) -> int:
-        return 128 - code if code > 128 else code  # bwrap exits with 128 + the bot's signal
+        """bwrap exits with 128 + the bot's signal n; signals stop at 64, so a status above
+        128 + 64 is the bot's own (an exit(200)). One from 129 to 192 may be an exit(139) too:
+        :meth:`~arena.launch.process.BotProcess.describe_exit` says so."""
+        return 128 - code if 128 < code <= 128 + _MAX_SIGNAL else code
 
     def bot_holds_output(self, inode: int) -> bool:
         candidates = self.cgroup.pids() if self.cgroup is not None else self.tree.pids()

@@ -330,6 +330,8 @@ class BotProcess:
         if self.cgroup is not None and self.cgroup.oom_kills():
             text += (f", out of memory (a process of the bot went over its "
                      f"{self.cgroup.memory_bytes >> 20} MiB memory limit)")
+        elif code < 0 and (raw := self.poll() or 0) > 0:  # a wrapper's status, read as a signal
+            text += f" (or exit status {raw})"  # (decode_status): the bot may have exited with it
         return text
 
     # -- freezing (cgroup freezer) -----------------------------------------------------
@@ -455,14 +457,22 @@ STDERR_LOG_MAX_BYTES = 16 << 20
 _TRUNCATED = b"[arena: stderr truncated after "  # the line that ends a run's log at its cap
 
 
+def log_is_full(stderr_log: Path) -> bool:
+    """Whether the bot's log has reached STDERR_LOG_MAX_BYTES: nothing more is written to it."""
+    try:
+        return os.stat(stderr_log).st_size >= STDERR_LOG_MAX_BYTES
+    except OSError:
+        return False
+
+
 def log_was_cut(stderr_log: Path, *, since: int = 0) -> bool:
     """Whether a run of the bot reached its stderr cap (the log holds the truncation line
     after byte ``since``), or the log its size limit. Reads the log: for a report, not per
     move."""
+    if log_is_full(stderr_log):
+        return True
     try:
         with open(stderr_log, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size >= STDERR_LOG_MAX_BYTES:
-                return True
             handle.seek(since)
             return _TRUNCATED in handle.read(STDERR_LOG_MAX_BYTES)
     except OSError:

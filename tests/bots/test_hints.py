@@ -4,6 +4,7 @@ what to change, show the bot's log tail, and keep the log."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from arena.bots.pool import sample_bots_dir
+from arena.launch.process import STDERR_LOG_MAX_BYTES
 from tests.helpers import arena, arena_patched, misbehaving_bot, needs_strict, write_bot
 
 NEWCOMER = Path(__file__).parents[1] / "programs" / "newcomer"
@@ -74,9 +76,24 @@ def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "no hello within 2 s" in out, out
     assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
             "fflush(stdout), System.out.flush() (a BufferedWriter's own flush()), Go's bufio Writer.Flush(), "
-            "Rust's io::stdout().flush(), Perl's $| = 1); or it is still starting: say hello "
+            "Rust's io::stdout().flush(), Perl's $| = 1; Node's process.stdout.write needs none); or it is "
+            "still starting: say hello "
             "first, then load (the start limit is 2 s; the Python SDK's run(setup=...) does "
             "this)") in out, out
+
+
+def test_a_bot_computing_before_its_hello_is_told_so_not_to_flush(tmp_path: Path) -> None:
+    """Newcomer trial: a bot precomputing for 25 s before its hello (silent, on a CPU all along)
+    was told "it wrote nothing on stdout: flush your stdout" (the start limit shrunk to 2 s)."""
+    folder = newcomer(tmp_path, "precomputes.py", "10")
+    proc = arena_patched("from arena.bots.session import BotHandle\n"
+                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0",
+                         "check-bot", str(folder), "--games", "1", "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    assert ("hint: it was still computing when the start timeout (2 s) ran out: send hello first, then "
+            "load or precompute") in out, out
+    assert "flush" not in out, out
 
 
 def test_a_slow_hello_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
@@ -579,7 +596,8 @@ def test_a_timeout_after_stale_replies_says_the_seq_was_wrong(tmp_path: Path) ->
 SILENT_MOVE = "it wrote nothing on stdout after the move_request and was waiting for its input: flush " \
     "stdout after every message (print(..., flush=True), fflush(stdout), System.out.flush() " \
     "(a BufferedWriter's own flush()), Go's bufio Writer.Flush(), Rust's io::stdout().flush(), " \
-    "Perl's $| = 1), and read stdin line by line (not to end of file)"
+    "Perl's $| = 1; Node's process.stdout.write needs none), and read stdin line by line (not to end of " \
+    "file)"
 STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself or its process group), so " \
     "it could not answer: a bot must never stop itself"
 
@@ -611,6 +629,20 @@ def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str) -> No
     assert "slowest first move: timed out (limit 200 ms)" in out, out
     # one timeout is enough to say it: the other games would each wait as long (61 s for 4 games)
     assert "stopped after game 1 of 2: the bot timed out" in out and "game 2 (" not in out, out
+
+
+def test_a_reply_a_few_ms_late_is_told_it_came_late_not_blank_lines(tmp_path: Path) -> None:
+    """Red team: a reply landing in the pipe while the hint looked into /proc (5 to 30 ms after
+    the limit) was told "it wrote only blank lines on stdout"."""
+    folder = newcomer(tmp_path, "just_late.py", "100")
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(folder), "sample_bots/random", "--games", "10", "--time-per-move", "100",
+                 "--bank-ms", "0", "--first-move-ms", "100", "--out", str(out),
+                 "--logs", str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    details = [json.loads(line)["result"]["detail"] for line in out.read_text().splitlines()]
+    assert len(details) == 10 and not any("blank lines" in detail for detail in details), details
+    assert all("hint: its reply came after its time ran out" in detail for detail in details), details
 
 
 def test_a_bot_stopping_its_process_group_is_told_it_was_stopped(tmp_path: Path) -> None:
@@ -760,3 +792,90 @@ def test_loading_after_the_hello_is_told_it_counts_in_the_first_move(tmp_path: P
     assert code == 0 and "warning: 1 move(s) over their limit, drawing on the bank" in out, out
     assert ("(its first move: loading after the hello counts in it; load within 500 ms, or before the "
             "hello, which may come up to 20 s after the start)") in out, out
+
+
+@needs_strict
+@pytest.mark.parametrize(("how", "said"), [
+    ("sys.exit(200)", "start: bot exits: exit code 200"),  # 128 + 72: no signal has that number
+    ("sys.exit(3)", "start: bot exits: exit code 3"),
+    # bwrap reports a signal's death as 128 + the signal: a plain exit(139) reads the same
+    ("sys.exit(139)", "start: bot exits: killed by signal 11 (SIGSEGV) (or exit status 139)"),
+    ("os.kill(os.getpid(), 11)", "start: bot exits: killed by signal 11 (SIGSEGV) (or exit status 139)")])
+def test_an_exit_status_over_128_under_strict_is_not_read_as_a_signal(tmp_path: Path, how: str,
+                                                                      said: str) -> None:
+    """Red team: under strict an exit(200) was reported as "killed by signal 72"."""
+    folder = tmp_path / "exits"
+    folder.mkdir()
+    folder.chmod(0o755)
+    (folder / "bot.py").write_text(f"import os, sys\n{how}\n")
+    write_bot(folder, "exits", ["python", "bot.py"], protocol="stdio")
+    code, out = check_bot(folder, "--sandbox", "strict", "--games", "1")
+    assert code == 1 and said in out, out
+
+
+def test_a_crash_after_the_log_is_full_says_the_log_is_full(tmp_path: Path) -> None:
+    """Red team: once a bot's log file had reached its whole-file cap, a crash's report said
+    "(its log ... is empty)" (nothing more is written to it). The log is filled beforehand."""
+    folder = newcomer(tmp_path, "key_error.py")
+    log = tmp_path / "logs" / "key-error.stderr.log"
+    log.parent.mkdir()
+    with open(log, "wb") as handle:
+        handle.truncate(STDERR_LOG_MAX_BYTES)  # sparse: as large as the cap, written in no time
+    proc = arena("check-bot", str(folder), "--games", "1", "--logs", str(log.parent))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "crash: bot key-error: exit code 1" in out, out
+    assert f"(its log {log} reached its 16 MiB limit: nothing more was kept)" in out, out
+    assert "is empty" not in out, out
+
+
+@needs_strict
+def test_a_strict_crash_after_the_log_is_full_is_not_told_its_log_is_empty(tmp_path: Path) -> None:
+    """The same under strict, for a C bot dying of SIGSEGV with nothing in its log: the hint
+    said "its log is empty"."""
+    c_bot = c_newcomer(tmp_path, "beside")
+    log = tmp_path / "logs" / "fixed-buffer.stderr.log"
+    log.parent.mkdir()
+    with open(log, "wb") as handle:
+        handle.truncate(STDERR_LOG_MAX_BYTES)
+    proc = arena("check-bot", str(c_bot), "--games", "1", "--sandbox", "strict", "--logs", str(log.parent))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "killed by signal 11 (SIGSEGV)" in out, out
+    assert f"(its log {log} reached its 16 MiB limit: nothing more was kept)" in out, out
+    assert ("hint: its log is full; if it runs under --sandbox none, look at what strict changes: the bot's "
+            "folder is read-only") in out and "is empty" not in out, out
+
+
+@needs_strict
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Path) -> None:
+    """Red team: Node says "EROFS: read-only file system" (lower case) and "EACCES: permission
+    denied, open 'moves.log'": neither got the hint Python's errors get."""
+    folder = newcomer(tmp_path, "writes_beside.js", command=["node", "writes_beside.js"], name="js")
+    assert check_bot(folder)[0] == 0  # fine under none (and it leaves moves.log there)
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EACCES: permission denied, open 'moves.log'" in out, out
+    assert ("hint: under --sandbox strict the bot's folder is read-only and moves.log belongs to another "
+            "user: write files in $TMPDIR") in out, out
+    (folder / "moves.log").unlink()
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EROFS: read-only file system, open 'moves.log'" in out, out
+    assert "hint: under --sandbox strict the bot's folder is read-only: write files in $TMPDIR" in out, out
+
+
+@pytest.mark.parametrize(("script", "command", "hint"), [
+    ("stdio_bot.py", ["python", "pyb/stdio_bot.py"], 'write "stdio_bot.py", not "pyb/stdio_bot.py"'),
+    ("stdio_bot.py", ["./pyb/stdio_bot.py"], 'write "./stdio_bot.py", not "./pyb/stdio_bot.py"'),
+    pytest.param("writes_beside.js", ["node", "pyb/writes_beside.js"],
+                 'write "writes_beside.js", not "pyb/writes_beside.js"',
+                 marks=pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"))])
+def test_a_command_path_relative_to_the_folder_above_is_told_it_is_the_bot_s(
+        tmp_path: Path, script: str, command: list[str], hint: str) -> None:
+    """Newcomer trial: command = "node v_rel/bot.js" in the folder v_rel (written from the folder
+    above it) failed with "Cannot find module '/.../v_rel/v_rel/bot.js'" and no hint."""
+    folder = newcomer(tmp_path, script, command=command, name="pyb")
+    if command[0].startswith("./"):  # run as a program
+        (folder / script).write_text(f"#!{sys.executable}\n" + (folder / script).read_text())
+        (folder / script).chmod(0o755)
+    code, out = check_bot(folder)
+    assert code == 1 and (f"pyb/pyb/{script}" in out or "cannot start './pyb/" in out), out
+    assert f"hint: paths in 'command' are relative to the bot's folder (pyb): {hint}" in out, out
