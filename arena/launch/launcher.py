@@ -141,8 +141,8 @@ class _BubblewrapProcess(BotProcess):
 
     def decode_status(self, code: int) -> int:
         """bwrap exits with 128 + the bot's signal n; signals stop at 64, so a status above
-        128 + 64 is the bot's own (an exit(200)). One from 129 to 192 may be an exit(139) too:
-        :meth:`~arena.launch.process.BotProcess.describe_exit` says so."""
+        128 + 64 is the bot's own (an exit(200)). One from 129 to 192 is read as the signal,
+        as shells do: a bot's own exit(139) cannot be told from a SIGSEGV (README, crash)."""
         return 128 - code if 128 < code <= 128 + _MAX_SIGNAL else code
 
     def bot_holds_output(self, inode: int) -> bool:

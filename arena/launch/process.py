@@ -330,8 +330,6 @@ class BotProcess:
         if self.cgroup is not None and self.cgroup.oom_kills():
             text += (f", out of memory (a process of the bot went over its "
                      f"{self.cgroup.memory_bytes >> 20} MiB memory limit)")
-        elif code < 0 and (raw := self.poll() or 0) > 0:  # a wrapper's status, read as a signal
-            text += f" (or exit status {raw})"  # (decode_status): the bot may have exited with it
         return text
 
     # -- freezing (cgroup freezer) -----------------------------------------------------
