@@ -72,8 +72,10 @@ class Bridge:
         self.token = secrets.token_hex(16).encode()
         socket_name = f"arena-{secrets.token_hex(6)}.sock"
         self.path = os.path.join(os.environ.get("TMPDIR") or "/tmp", socket_name)
-        if len(self.path) > _IPC_PATH_MAX:  # a long TMPDIR: the token guards the socket anyway
-            self.path = os.path.join("/tmp", socket_name)
+        self.folder: str | None = None  # a folder of its own for the socket, removed with it
+        if len(self.path) > _IPC_PATH_MAX:
+            self.folder = _socket_folder()
+            self.path = os.path.join(self.folder, socket_name)
         self.live: set[int] = set()  # accepted connections (their fds in our process)
         self.handshakes = 0
         self.dropped_at: float | None = None  # the bot's connection went away
@@ -140,6 +142,8 @@ class Bridge:
         self.live.clear()
         try:
             os.unlink(self.path)
+            if self.folder is not None:
+                os.rmdir(self.folder)
         except OSError:
             pass
 
@@ -328,6 +332,17 @@ class Bridge:
             self.child.kill()
             self.child.wait()
         self.ctx.term()
+
+
+def _socket_folder() -> str:
+    """For a TMPDIR too long for a socket path (the bot's TMPDIR, where the socket goes, is a
+    folder in it under none): a folder in /tmp named for this process, so that should the
+    bridge be killed before it removes it, the next run's sweep does (arena.launch.scratch)."""
+    from pathlib import Path
+
+    from arena.launch import scratch  # only here: the bridge starts light
+
+    return str(scratch.make_folder("bridge", Path("/tmp")))
 
 
 def _child_setup(open_files: int | None) -> Callable[[], None]:

@@ -37,11 +37,13 @@ def make_folder(label: str, parent: Path | None = None, *, hidden: bool = False)
 
 def remove_stale(parent: Path | None = None, *, hidden: bool = False) -> int:
     """Remove the folders of :func:`make_folder` (in ``parent``, by default the temporary
-    folder) whose owner process is gone and that belong to our uid; returns how many.
+    folder and /tmp) whose owner process is gone and that belong to our uid; returns how many.
     ``hidden``: only those made hidden (in an entrants folder, where ``arena-p1-x`` may be
     a bot's name: a red team's entrant of that name was swept away)."""
+    if parent is None:  # and /tmp, where a ZeroMQ bridge puts its socket when TMPDIR is too long
+        default = Path(tempfile.gettempdir())
+        return sum(remove_stale(folder) for folder in {default, Path("/tmp")})
     owned = _OWNED_HIDDEN if hidden else _OWNED
-    parent = Path(parent or tempfile.gettempdir())
     removed = 0
     try:
         entries = os.scandir(parent)
