@@ -266,7 +266,8 @@ class BotHandle:
         """Start the process and do the handshake unless it is already running.
 
         Raises BotStartError (cannot start, no hello in time), BotTerminatedError (it
-        exited at start) or a ProtocolError (a bad hello).
+        exited at start, or between games: it is started again for the next game) or a
+        ProtocolError (a bad hello).
         """
         if self.broken is not None:
             raise BotStartError(self.broken)
@@ -281,8 +282,16 @@ class BotHandle:
                      self.name, self.process.cpu_seconds(), limit)
             self.recycled += 1
             self.close()
-        elif self.process is not None and self.hello:  # it left by itself after a game
-            self.exited_on_its_own.append(self.process.describe_exit())
+        elif self.process is not None and self.hello:
+            # It left by itself after a game. A moment later (after new_game) it would have lost
+            # this game by a crash; whether it had gone already was a matter of timing, and so
+            # was the verdict: the game is lost either way.
+            how = self.process.describe_exit()
+            self.exited_on_its_own.append(how)
+            self.kill()
+            raise BotTerminatedError(f"bot {self.name}: {how} between games, after the last game_over: a "
+                                     "bot must play many games, one after another, until the referee "
+                                     "sends shutdown")
         self.kill()
         stdio = self.manifest.protocol == "stdio"
         limits = self.launcher.limits

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots.pool import sample_bots_dir
+from arena.bots.pool import BotPool, load_manifests, sample_bots_dir
 from arena.launch.process import STDERR_LOG_MAX_BYTES
-from tests.helpers import arena, arena_patched, misbehaving_bot, needs_strict, write_bot
+from tests.helpers import arena, arena_patched, misbehaving_bot, needs_strict, wait_for, write_bot
 
 NEWCOMER = Path(__file__).parents[1] / "programs" / "newcomer"
 
@@ -877,3 +877,23 @@ def test_a_command_path_relative_to_the_folder_above_is_told_it_is_the_bot_s(
     code, out = check_bot(folder)
     assert code == 1 and (f"pyb/pyb/{script}" in out or "cannot start './pyb/" in out), out
     assert f"hint: paths in 'command' are relative to the bot's folder (pyb): {hint}" in out, out
+
+
+def test_a_bot_gone_between_games_loses_the_next_game_whenever_it_left(tmp_path: Path) -> None:
+    """A bot that exits after game_over lost its next game by a crash when it was still
+    exiting as that game began, and was started again silently, its game played, when it had
+    gone already (a pause between its games: a tournament's other pairings). Timing chose the
+    verdict; now the next game is lost either way, and the one after is played afresh."""
+
+    folder = newcomer(tmp_path, "one_game.py")
+    with BotPool(load_manifests([folder, sample_bots_dir() / "random"]), tmp_path / "logs") as pool:
+        first = pool.play(0, 1, seed=1)
+        assert first.termination.value == "normal", first.detail
+        process = pool.handles[0].process
+        assert process is not None
+        wait_for(lambda: process.poll() is not None, timeout=10)  # gone before the next game
+        second = pool.play(0, 1, seed=2)
+        assert (second.termination.value, second.loser) == ("crash", 0), second.detail
+        assert "exit code 0 between games, after the last game_over" in second.detail, second.detail
+        third = pool.play(0, 1, seed=3)
+        assert third.termination.value == "normal", third.detail
