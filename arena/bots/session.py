@@ -595,9 +595,12 @@ class BotHandle:
         if not memory:
             return ""
         if sent > LONG_LINE_BYTES:
-            return (f"it died right after a message of {sent:,} bytes: messages can be up to "
-                    f"{MAX_MESSAGE_BYTES >> 20} MiB on one line (a move_request with its legal moves is "
-                    "often tens of KB): read each line whole, not into a fixed-size buffer")
+            # A guess (any crash of a bot asking for legal moves comes after a long message):
+            # worded as one
+            return (f"it died right after a message of {sent:,} bytes: if it reads each line into a "
+                    f"fixed-size buffer, that is why: messages can be up to {MAX_MESSAGE_BYTES >> 20} MiB "
+                    "on one line (a move_request with its legal moves is often tens of KB): read each "
+                    "line whole")
         if not tail and strict:
             said = "its log is full" if log_is_full(self.stderr_log) else "its log is empty"
             return (f"{said}; if it runs under --sandbox none, look at what strict changes: "

@@ -328,8 +328,9 @@ def test_a_crash_right_after_a_long_message_is_told_lines_can_be_long(tmp_path: 
     """A C bot reading lines into char line[4096] dies on a move_request with its legal moves."""
     code, out = check_bot(c_newcomer(tmp_path), "--games", "1")
     assert code == 1 and "crash: bot fixed-buffer: killed by signal 11 (SIGSEGV)" in out, out
-    said = re.search(r"hint: it died right after a message of (\d{1,3}(?:,\d{3})*) bytes: messages can be up "
-                     r"to 1 MiB on one line .* read each line whole, not into a fixed-size buffer", out)
+    said = re.search(r"hint: it died right after a message of (\d{1,3}(?:,\d{3})*) bytes: if it reads each "
+                     r"line into a fixed-size buffer, that is why: messages can be up to 1 MiB on one "
+                     r"line .* read each line whole", out)
     assert said and int(said[1].replace(",", "")) > 4096, out
 
 
