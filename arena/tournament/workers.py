@@ -39,9 +39,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Worker:
-    """A worker process, the coordinator's end of its pipe, and the game it is playing."""
+    """A worker process, the coordinator's end of its pipe, and the game it is playing;
+    ``slot`` is the place it holds among the ``concurrency`` (a replacement takes its
+    predecessor's), which names its log folder."""
 
     number: int
+    slot: int
     process: Any
     conn: Any
     game: GameSpec | None = None
@@ -78,16 +81,20 @@ class WorkerProcesses:
         self._started = 0
         self.deaths: Counter[str] = Counter()  # game id -> workers lost while it was being played
 
-    def _start_worker(self, game: GameSpec) -> _Worker:
+    def _start_worker(self, game: GameSpec, slot: int | None = None) -> _Worker:
         number = self._started
         self._started += 1
+        slot = number if slot is None else slot
         parent, child = self._ctx.Pipe()
+        # The logs of a slot's workers go to one folder: each bot's log there has its size
+        # limit whatever the number of workers lost (a bot that killed its worker at each game
+        # had a fresh log, and 16 MiB more of disk, each time).
         process = self._ctx.Process(
             target=_worker_main, name=f"arena-worker-{number}", daemon=True,
-            args=(self.lineup, str(self.log_dir / f"worker-{number}"), child))
+            args=(self.lineup, str(self.log_dir / f"worker-{slot}"), child))
         process.start()
         child.close()  # the worker's end: only the worker holds it, so its death closes the pipe
-        worker = _Worker(number, process, parent)
+        worker = _Worker(number, slot, process, parent)
         self._workers.append(worker)
         self._hand(worker, game)
         return worker
@@ -126,7 +133,7 @@ class WorkerProcesses:
                     if following is not None and not worker.process.is_alive():
                         busy.remove(worker)  # it died after its game (not that game's fault)
                         self._reap(worker)
-                        busy.append(self._start_worker(following))
+                        busy.append(self._start_worker(following, worker.slot))
                     else:
                         self._hand(worker, following)
                         if following is None:
@@ -144,7 +151,7 @@ class WorkerProcesses:
                         f"game {game.game_id} ({game.seat0} vs {game.seat1}) was lost with its worker "
                         f"process {self.deaths[game.game_id]} times (last: {why}); stopping (the logs "
                         f"are in {self.log_dir})" + (f". {self.advice}" if self.advice else ""))
-                busy.append(self._start_worker(game))  # before anything else: schedule order
+                busy.append(self._start_worker(game, worker.slot))  # first of all: schedule order
 
     def _receive(self, worker: _Worker) -> tuple[Played | None, str | None]:
         """The worker's finished game, or (None, why it is lost), or (None, None): still playing."""

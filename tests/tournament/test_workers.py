@@ -147,6 +147,8 @@ def test_a_game_that_keeps_killing_its_worker_stops_the_run_with_one_line(tmp_pa
     assert error.startswith("Error: game 0000-killer-vs-random-p0 (killer vs random) was lost with its "
                             f"worker process 3 times (last: worker exited, {how})"), error
     assert error.endswith("The games stored so far are kept: run the same command again to retry it"), error
+    # each replacement logs where its predecessor did: a bot's log has one size limit, not one per worker
+    assert sorted(p.name for p in (out / "logs").iterdir() if p.name.startswith("worker-")) == ["worker-0"]
     with sqlite3.connect(out / "tournament.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
     assert _processes_under(tmp_path) == []
