@@ -478,3 +478,23 @@ def test_a_request_the_bot_does_not_read_waits_for_its_time_for_the_move(tmp_pat
     if verdict == "timeout":
         assert result["loser"] == 0 and "did not read its input within its time" in result["detail"], result
         assert took < 5, took  # 1 s for the move, and no wait to tell it
+
+
+@pytest.mark.parametrize("command", ["play", "sprt", "random-games"])
+def test_an_edition_the_game_does_not_have_is_refused_as_run_tournament_refuses_it(
+        tmp_path: Path, command: str) -> None:
+    """`arena play --game stack-n-stuff --edition original` played stack-n-stuff, silently."""
+    random_bot = str(sample_bots_dir() / "random")
+    bad = ["--game", "stack-n-stuff", "--edition", "original"]
+    tournament = arena("run-tournament", "--bots", random_bot, "--bots", str(sample_bots_dir() / "greedy"),
+                       "--out", str(tmp_path / "t"), *bad)
+    args = {"play": [random_bot, random_bot, "--games", "1"],
+            "sprt": [random_bot, random_bot, "--max-games", "2"],
+            "random-games": ["1", "--out", str(tmp_path / "g.jsonl")]}[command]
+    proc = arena(command, *args, "--logs", str(tmp_path / "logs"), *bad) if command != "random-games" \
+        else arena(command, *args, *bad)
+    expected = ("Error: command line: key 'edition': expected one of 'standard' (the editions of "
+                "stack-n-stuff), got 'original'")
+    assert tournament.stderr.strip().splitlines()[-1] == expected, tournament.stderr
+    assert proc.returncode == (3 if command == "sprt" else 1), proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == expected and proc.stdout == "", proc.stdout + proc.stderr
