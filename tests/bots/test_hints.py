@@ -877,3 +877,26 @@ def test_a_command_path_relative_to_the_folder_above_is_told_it_is_the_bot_s(
     code, out = check_bot(folder)
     assert code == 1 and (f"pyb/pyb/{script}" in out or "cannot start './pyb/" in out), out
     assert f"hint: paths in 'command' are relative to the bot's folder (pyb): {hint}" in out, out
+
+
+
+@pytest.mark.parametrize("game", ["patchwork", "stack-n-stuff"])
+def test_cells_counted_from_1_are_told_the_convention(tmp_path: Path, game: str) -> None:
+    """A student's 1-based cells lost with 'cell [1, 7] is off the 7x7 quilt' (the engine)
+    or 'expected ... an integer 0..8, got 9' (Patchwork's schema), no word on how cells count."""
+    bot = newcomer(tmp_path, "one_based.py")
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(bot), str(sample_bots_dir() / "random"), "--games", "1", "--game", game,
+                 "--out", str(out), "--logs", str(tmp_path / "logs"), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.read_text())["result"]
+    convention = r"cells are \[row, col\], 0-based, row 0 at the top"
+    if game == "patchwork":  # 9 is past the schema's 0..8, checked before the engine sees the move
+        assert result["reason"] == "schema", result
+        assert re.fullmatch(r"move: at \$\.move\.cells\[\d\]\[\d\]: expected a row or column index, an "
+                            rf"integer 0\.\.8 \({convention}\), got 9", result["detail"]), result["detail"]
+    else:
+        assert result["reason"] == "illegal_move", result
+        assert re.fullmatch(r"one-based played an illegal move .*: cell \[\d, \d\] is off the 7x7 quilt: "
+                            rf"{convention} \(rows 0-6, columns 0-6\); patch \d+ covers \d cells",
+                            result["detail"]), result["detail"]
