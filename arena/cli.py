@@ -539,14 +539,9 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str | None, s
         winner = seats[result.winner]
         wins[winner] += 1
         failures += result.termination.value != "normal"
-        line = f"game {spec.index + 1}: seed {spec.seed}, {spec.seat0} (seat 0) vs {spec.seat1} (seat 1): "
-        if result.loser is None:
-            s0, s1 = result.scores
-            line += f"{s0} : {s1}, {names[winner]} wins"
-        else:  # the scores of a game cut short mean nothing
-            line += (f"aborted, {names[seats[result.loser]]} "
-                     f"{outcome_text(result, seats, seats[result.loser])}, {names[winner]} wins")
-        line += f" ({result.termination.value}) in {result.duration_s:.2f} s"
+        line = (f"game {spec.index + 1}: seed {spec.seed}, {spec.seat0} (seat 0) vs {spec.seat1} (seat 1): "
+                f"{outcome_text(result, (spec.seat0, spec.seat1))} ({result.termination.value}) "
+                f"in {result.duration_s:.2f} s")
         if result.detail:
             _echo_detail(result.detail, line + ": ")
         else:
