@@ -323,8 +323,9 @@ def random_games(n: int, seed: int, out: Path, edition: str | None, game: str,
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--game", "game", default="1", show_default=True,
-              help="Which game to render: its record's number in the file (1-based), or its game id "
-                   "(as the report shows it, e.g. 0075-eve-vs-ben-p37).")
+              help="Which game to render: N, the Nth record of the file (1-based; not the number in a "
+                   "game id: 0075-eve-vs-ben-p37 need not be the 75th), or a game id as the report "
+                   "shows it (e.g. 0075-eve-vs-ben-p37).")
 @click.option("--step", is_flag=True, help="Render every position, move by move "
               "(waits for Enter between moves on a terminal).")
 @click.option("--html", "html_out", type=FileToWrite("game.html"),
@@ -350,8 +351,12 @@ def replay(file: Path, game: str, step: bool, html_out: Path | None) -> None:
         if chosen is None and (number == int(game) if by_number else record.get("game_id") == game):
             chosen, chosen_number = (record, states), number
     if chosen is None:
-        what = f"no game {game}" if by_number else f"no game with the id {shown(game, 80)}"
-        raise click.ClickException(f"{file} holds {count} record(s); there is {what}")
+        if by_number:  # a tournament's game 0075-... is seldom the 75th record of the file
+            raise click.ClickException(
+                f"{file} holds {count} game(s): --game takes 1..{count} (a record's position in the "
+                f"file, not the number in a game id such as demo-0075) or a game id; there is no game {game}")
+        raise click.ClickException(f"{file} holds {count} record(s); there is no game with the id "
+                                   f"{shown(game, 80)}")
     record, states = chosen
     players = tuple(for_terminal(p, newlines=False) for p in record.get("players", ["seat 0", "seat 1"]))[:2]
     click.echo(for_terminal(f"{file}: {count} record(s) valid; game {chosen_number}"
