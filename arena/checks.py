@@ -41,14 +41,19 @@ class ConformanceReport:
     log: Path | None = None  # the bot's stderr log, kept after the check
 
 
-def outcome_text(result: GameResult, seats: tuple[int, int], me: int = 0) -> str:
-    """How a game ended for entrant ``me``: "won 12 : 5", or for a forfeit "lost by
-    start_failure" (the scores of a game cut short mean nothing)."""
-    won = seats[result.winner] == me
-    if result.loser is None:
-        mine = seats.index(me)
-        return f"{'won' if won else 'lost'} {result.scores[mine]} : {result.scores[1 - mine]}"
-    return f"{'won' if won else 'lost'} by {result.termination.value}"
+def outcome_text(result: GameResult, names: tuple[str, str]) -> str:
+    """How a game ended, ``names`` in seat order: the scores with whose they are, "greedy 12,
+    random 5: greedy wins"; a tie on points said as one (rule 10 gives it to the first to
+    reach the last space); for a forfeit "aborted, X lost by crash, Y wins" (the scores of
+    a game cut short mean nothing). `arena play` and `arena check-bot` print it."""
+    winner = names[result.winner]
+    if result.loser is not None:
+        return f"aborted, {names[result.loser]} lost by {result.termination.value}, {winner} wins"
+    s0, s1 = result.scores
+    scores = f"{names[0]} {s0}, {names[1]} {s1}"
+    if s0 == s1:
+        return f"{scores}: a tie on points, {winner} wins as the first to reach the last space"
+    return f"{scores}: {winner} wins"
 
 
 LOG_REMOVED = "bot log: removed, as the check passed (to keep it: arena check-bot --logs DIR)"
@@ -196,7 +201,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             if late:
                 timed_out[len(mine) > 0] = True
             report.lines.append(f"game {number} (seat {seats.index(0)}): "
-                                f"{outcome_text(result, seats)}, {len(mine)} moves"
+                                f"{outcome_text(result, (labels[seats[0]], labels[seats[1]]))}; "
+                                f"{len(mine)} moves"
                                 + (f", then its move {len(mine) + 1} timed out" if late else "")
                                 + (", normal" if result.loser is None else ""))
             last_lost_by_fault = result.loser is not None and seats[result.loser] == 0

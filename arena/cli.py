@@ -256,12 +256,23 @@ def _game_options(func):  # type: ignore[no-untyped-def]
     return func
 
 
-def _ruleset(game: str, edition: str | None, components_file: Path | None):  # type: ignore[no-untyped-def]
-    """The ruleset the options ask for; warns on stderr when its components are unverified."""
-    from arena.engine.components import load_components, ruleset_for
+EDITION_HELP = "Patchwork: revised (default) or original; stack-n-stuff: standard."
 
+
+def _edition_option(func):  # type: ignore[no-untyped-def]
+    """--edition, as run-tournament takes it: refused for a game without that edition."""
+    return click.option("--edition", type=click.Choice([*EDITIONS, "standard"]), help=EDITION_HELP)(func)
+
+
+def _ruleset(game: str, edition: str | None, components_file: Path | None):  # type: ignore[no-untyped-def]
+    """The ruleset the options ask for; warns on stderr when its components are unverified.
+    An edition the game does not have is refused, as run-tournament refuses it."""
+    from arena.engine.components import load_components, ruleset_for
+    from arena.tournament.config import check_edition
+
+    edition = check_edition(game, edition)
     table = load_components(components_file) if components_file is not None else None
-    rules = ruleset_for(game, edition if game == "patchwork" else None, table)
+    rules = ruleset_for(game, edition, table)
     if rules.unverified:
         click.echo(f"note: {rules.unverified}", err=True)
     return rules
@@ -273,10 +284,10 @@ def _ruleset(game: str, edition: str | None, components_file: Path | None):  # t
               help="Base seed: game i uses seed S+i (circle and moves).")
 @click.option("--out", type=FileToWrite("games.jsonl"), required=True,
               help="Write the game records here (.jsonl, overwritten).")
-@click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True,
-              help="Patchwork edition (ignored for stack-n-stuff).")
+@_edition_option
 @_game_options
-def random_games(n: int, seed: int, out: Path, edition: str, game: str, components_file: Path | None) -> None:
+def random_games(n: int, seed: int, out: Path, edition: str | None, game: str,
+                 components_file: Path | None) -> None:
     """Play N games of uniformly random legal moves and write their records.
 
     Seats alternate the first move from game to game.
@@ -312,8 +323,9 @@ def random_games(n: int, seed: int, out: Path, edition: str, game: str, componen
 @main.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--game", "game", default="1", show_default=True,
-              help="Which game to render: its record's number in the file (1-based), or its game id "
-                   "(as the report shows it, e.g. 0075-eve-vs-ben-p37).")
+              help="Which game to render: N, the Nth record of the file (1-based; not the number in a "
+                   "game id: 0075-eve-vs-ben-p37 need not be the 75th), or a game id as the report "
+                   "shows it (e.g. 0075-eve-vs-ben-p37).")
 @click.option("--step", is_flag=True, help="Render every position, move by move "
               "(waits for Enter between moves on a terminal).")
 @click.option("--html", "html_out", type=FileToWrite("game.html"),
@@ -339,8 +351,12 @@ def replay(file: Path, game: str, step: bool, html_out: Path | None) -> None:
         if chosen is None and (number == int(game) if by_number else record.get("game_id") == game):
             chosen, chosen_number = (record, states), number
     if chosen is None:
-        what = f"no game {game}" if by_number else f"no game with the id {shown(game, 80)}"
-        raise click.ClickException(f"{file} holds {count} record(s); there is {what}")
+        if by_number:  # a tournament's game 0075-... is seldom the 75th record of the file
+            raise click.ClickException(
+                f"{file} holds {count} game(s): --game takes 1..{count} (a record's position in the "
+                f"file, not the number in a game id such as demo-0075) or a game id; there is no game {game}")
+        raise click.ClickException(f"{file} holds {count} record(s); there is no game with the id "
+                                   f"{shown(game, 80)}")
     record, states = chosen
     players = tuple(for_terminal(p, newlines=False) for p in record.get("players", ["seat 0", "seat 1"]))[:2]
     click.echo(for_terminal(f"{file}: {count} record(s) valid; game {chosen_number}"
@@ -477,7 +493,7 @@ _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and be
 @click.option("--games", type=GAMES_RANGE, default=2, show_default=True)
 @click.option("--seed", type=SEEDS, default=0, show_default=True,
               help="Games 2k and 2k+1 use seed S+k (the same patch circle) with seats swapped.")
-@click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
+@_edition_option
 @click.option("--show", is_flag=True, help="Render every position as the game is played.")
 @click.option("--out", type=FileToWrite("games.jsonl"),
               help="Append the game records to this .jsonl file.")
@@ -488,7 +504,7 @@ _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and be
 @_sandbox_option("none")
 @click.option("--pondering", is_flag=True, help=_PONDERING_HELP)
 @_trace_option
-def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bool, out: Path | None,
+def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str | None, show: bool, out: Path | None,
          logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int, game: str,
          components_file: Path | None, sandbox: str, pondering: bool, trace: bool) -> None:
     """Play games between two bot folders (each with a bot.toml); seats alternate.
@@ -528,14 +544,9 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str, show: bo
         winner = seats[result.winner]
         wins[winner] += 1
         failures += result.termination.value != "normal"
-        line = f"game {spec.index + 1}: seed {spec.seed}, {spec.seat0} (seat 0) vs {spec.seat1} (seat 1): "
-        if result.loser is None:
-            s0, s1 = result.scores
-            line += f"{s0} : {s1}, {names[winner]} wins"
-        else:  # the scores of a game cut short mean nothing
-            line += (f"aborted, {names[seats[result.loser]]} "
-                     f"{outcome_text(result, seats, seats[result.loser])}, {names[winner]} wins")
-        line += f" ({result.termination.value}) in {result.duration_s:.2f} s"
+        line = (f"game {spec.index + 1}: seed {spec.seed}, {spec.seat0} (seat 0) vs {spec.seat1} (seat 1): "
+                f"{outcome_text(result, (spec.seat0, spec.seat1))} ({result.termination.value}) "
+                f"in {result.duration_s:.2f} s")
         if result.detail:
             _echo_detail(result.detail, line + ": ")
         else:
@@ -602,8 +613,7 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 @click.option("--bank-ms", type=int, help=f"Time bank in ms (default {TOURNAMENT_DEFAULTS['bank_ms']}).")
 @click.option("--first-move-ms", type=int,
               help=f"First-move limit in ms (default {TOURNAMENT_DEFAULTS['first_move_ms']}).")
-@click.option("--edition", type=click.Choice([*EDITIONS, "standard"]),
-              help="Patchwork: revised (default) or original; stack-n-stuff: standard.")
+@_edition_option
 @click.option("--game", type=click.Choice(GAMES), help=GAME_HELP)
 @click.option("--components", "components_file", type=click.Path(dir_okay=False, path_type=Path),
               help="stack-n-stuff only: your own component file (JSON), validated before use.")
@@ -835,7 +845,7 @@ def ratings(results: Path, csv_path: Path | None) -> None:
               help="Games at once, each in a worker process; when the test decides, games still "
                    "being played are dropped.")
 @click.option("--seed", type=SEEDS, default=1, show_default=True)
-@click.option("--edition", type=click.Choice(EDITIONS), default="revised", show_default=True)
+@_edition_option
 @click.option("--out", type=FileToWrite("games.jsonl"),
               help="Append the game records to this .jsonl file.")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=Path("results/logs"),
@@ -844,7 +854,7 @@ def ratings(results: Path, csv_path: Path | None) -> None:
 @_game_options
 @_sandbox_option("none")
 def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: float, max_games: int,
-         concurrency: int, seed: int, edition: str, out: Path | None, logs: Path, per_move_ms: int,
+         concurrency: int, seed: int, edition: str | None, out: Path | None, logs: Path, per_move_ms: int,
          bank_ms: int, first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
     """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
@@ -866,12 +876,13 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
                    f"LLR {state.llr:+.3f} [{lower:.2f}, {upper:.2f}]")
 
     # Errors (exit status 3, no verdict) are VerdictCommand's: exit 1 means "H0 accepted" here.
+    rules = _ruleset(game, edition, components_file)  # an edition refused before the header line
     _output_paths(out, logs)
     names = [for_terminal(bot.name, newlines=False) for bot in (new, old)]  # folder names: any text
     click.echo(f"SPRT {names[0]} vs {names[1]}: H0 elo {elo0:g}, H1 elo {elo1:g}, alpha {alpha:g}, "
                f"beta {beta:g}; bounds [{lower:.2f}, {upper:.2f}]")
     state = run_sprt(new, old, test, max_games=max_games, seed=seed, log_dir=logs,
-                     launcher=_launcher(sandbox), ruleset=_ruleset(game, edition, components_file),
+                     launcher=_launcher(sandbox), ruleset=rules,
                      time_control=TimeControl(per_move_ms, bank_ms, first_move_ms), out=out,
                      on_pair=report, concurrency=concurrency)
     verdict = {"accept H1": f"H1 accepted: {names[0]} is stronger (elo >= {elo1:g} more likely "

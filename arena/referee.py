@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from arena.clock import DEFAULT_TIME_CONTROL, GameClock, TimeControl
-from arena.engine import GameState, Move, Ruleset, Termination
+from arena.engine import GameState, Ruleset, Termination
 from arena.errors import (
     ArenaError,
     BotStartError,
@@ -277,8 +277,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             if clocks.charge(mover, used_ms) > 0:  # the reply arrived just past the deadline
                 raise _Forfeit(mover, BotTimeoutError(_too_slow(bot.name, used_ms, limit_ms, bank_ms)))
             try:
-                move = Move.from_json(reply["move"], state.ruleset.rows, state.ruleset.cols)
-                state.apply(move)
+                move = state.apply_json(reply["move"])
             except IllegalMoveError as exc:
                 raise _Forfeit(mover, IllegalMoveError(
                     f"{bot.name} played an illegal move {_short(reply['move'])}: {exc}")) from None

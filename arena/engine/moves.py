@@ -100,12 +100,24 @@ def _cells_to_mask(cells: Any, rows: int, cols: int) -> int:
             raise MoveFormatError(f"a cell must be a [row, col] pair of integers, got {_short(cell)}")
         row, col = cell
         if not (0 <= row < rows and 0 <= col < cols):
-            raise MoveFormatError(f"cell [{row}, {col}] is off the {rows}x{cols} quilt")
+            raise CellsOffQuiltError(f"cell [{row}, {col}] is off the {rows}x{cols} quilt: "
+                                     f"{cell_convention(rows, cols)}")
         bit = 1 << (row * cols + col)
         if mask & bit:
             raise MoveFormatError(f"cell [{row}, {col}] is listed twice")
         mask |= bit
     return mask
+
+
+class CellsOffQuiltError(MoveFormatError):
+    """A move's cell is off the quilt; :meth:`GameState.apply_json` adds how many cells the
+    patch covers."""
+
+
+def cell_convention(rows: int, cols: int) -> str:
+    """How cells are written, told with a cell off the quilt or cells that are not the
+    patch's shape: a bot counting from 1, or writing [col, row], gets one of these."""
+    return f"cells are [row, col], 0-based, row 0 at the top (rows 0-{rows - 1}, columns 0-{cols - 1})"
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from arena.engine.components import Ruleset, Tables, patchwork, ruleset_for, tables
-from arena.engine.moves import ADVANCE, REMOVE, Move, mask_cells
+from arena.engine.moves import ADVANCE, REMOVE, CellsOffQuiltError, Move, cell_convention, mask_cells
 from arena.errors import ArenaError, IllegalMoveError, MoveFormatError
 
 MAIN = "main"
@@ -255,9 +255,21 @@ class GameState:
 
     def apply_json(self, data: Any) -> Move:
         """Parse and apply a move in its JSON form (checked). Returns the parsed move."""
-        move = Move.from_json(data, self.ruleset.rows, self.ruleset.cols)
+        try:
+            move = Move.from_json(data, self.ruleset.rows, self.ruleset.cols)
+        except CellsOffQuiltError as exc:
+            raise CellsOffQuiltError(f"{exc}; {self._cells_covered(data)}") from None
         self.apply(move)
         return move
+
+    def _cells_covered(self, data: dict[str, Any]) -> str:
+        """How many cells the patch of a buy (or a special) with a cell off the quilt covers."""
+        if data.get("action") == "special":
+            return "a special patch covers 1 cell"
+        patch_id = data.get("patch")
+        if isinstance(patch_id, int) and 0 <= patch_id < len(self.ruleset.patches):
+            return f"patch {patch_id} covers {self.ruleset.patch(patch_id).size} cells"
+        return f"there is no patch with id {patch_id!r}"
 
     def why_illegal(self, move: Move) -> str | None:
         """None if ``move`` is legal here, else a sentence saying why not."""
@@ -307,7 +319,8 @@ class GameState:
                     f"has {self.buttons[player]}")
         if move.mask not in self._tables.placements[move.patch].index:
             return (f"cells {_cell_text(move, rules.cols)} are not a placement of patch "
-                    f"{move.patch} (shape {'/'.join(patch.shape)})")
+                    f"{move.patch} (shape {'/'.join(patch.shape)}, {patch.size} cells; "
+                    f"{move.mask.bit_count()} given): {cell_convention(rules.rows, rules.cols)}")
         if quilt & move.mask:
             overlap = Move("buy", move.patch, quilt & move.mask)
             return f"patch {move.patch} would overlap covered cells {_cell_text(overlap, rules.cols)}"

@@ -306,10 +306,9 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
         raise games.error("an even number of games per pairing (games come in pairs on the same seed "
                           "with the seats swapped)")
     game = value("game", "patchwork")
-    editions = EDITIONS if game == "patchwork" else ("standard",)
-    edition = get("edition", editions[0])
-    if edition.value not in editions:
-        raise edition.error(f"one of {', '.join(map(repr, editions))} (the editions of {game})")
+    edition_given = given.get("edition")
+    edition = (check_edition(game, edition_given.value, edition_given.source) if edition_given
+               else check_edition(game, None))
     components = None
     components_given = given.get("components")
     if components_given is not None:
@@ -347,11 +346,24 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     _check_size(games, len(names), len(challengers) if fmt == "gauntlet" else None)
     time_control = {key: value(key, DEFAULTS[key]) for key in TIME_CONTROL_KEYS}
     return TournamentConfig(name=name, entrants=entrants, format=fmt, challengers=challengers,
-                            games=games.value, edition=edition.value, game=game,
+                            games=games.value, edition=edition, game=game,
                             components=components, seed=value("seed", DEFAULTS["seed"]),
                             concurrency=value("concurrency", min(usable_cpus(), MAX_CONCURRENCY)),
                             sandbox=value("sandbox", "strict"), pondering=value("pondering", False),
                             out=out, **time_control)
+
+
+def check_edition(game: str, edition: str | None, source: str = _CLI) -> str:
+    """``edition`` if it is one of ``game``'s editions (None: the game's default), else
+    ConfigError ``SOURCE: key 'edition': expected one of ..., got ...``. The one check of a
+    tournament config and of every command taking --game and --edition."""
+    editions = EDITIONS if game == "patchwork" else ("standard",)
+    if edition is None:
+        return editions[0]
+    if edition not in editions:
+        expected = f"one of {', '.join(map(repr, editions))} (the editions of {game})"
+        raise ConfigError(f"{source}: {problem('edition', expected, got(edition))}")
+    return edition
 
 
 def _path(given: _Given) -> Path:

@@ -885,7 +885,6 @@ def test_a_bot_gone_between_games_loses_the_next_game_whenever_it_left(tmp_path:
     exiting as that game began, and was started again silently, its game played, when it had
     gone already (a pause between its games: a tournament's other pairings). Timing chose the
     verdict; now the next game is lost either way, and the one after is played afresh."""
-
     folder = newcomer(tmp_path, "one_game.py")
     with BotPool(load_manifests([folder, sample_bots_dir() / "random"]), tmp_path / "logs") as pool:
         first = pool.play(0, 1, seed=1)
@@ -898,3 +897,25 @@ def test_a_bot_gone_between_games_loses_the_next_game_whenever_it_left(tmp_path:
         assert "exit code 0 between games, after the last game_over" in second.detail, second.detail
         third = pool.play(0, 1, seed=3)
         assert third.termination.value == "normal", third.detail
+
+
+@pytest.mark.parametrize("game", ["patchwork", "stack-n-stuff"])
+def test_cells_counted_from_1_are_told_the_convention(tmp_path: Path, game: str) -> None:
+    """A student's 1-based cells lost with 'cell [1, 7] is off the 7x7 quilt' (the engine)
+    or 'expected ... an integer 0..8, got 9' (Patchwork's schema), no word on how cells count."""
+    bot = newcomer(tmp_path, "one_based.py")
+    out = tmp_path / "games.jsonl"
+    proc = arena("play", str(bot), str(sample_bots_dir() / "random"), "--games", "1", "--game", game,
+                 "--out", str(out), "--logs", str(tmp_path / "logs"), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.read_text())["result"]
+    convention = r"cells are \[row, col\], 0-based, row 0 at the top"
+    if game == "patchwork":  # 9 is past the schema's 0..8, checked before the engine sees the move
+        assert result["reason"] == "schema", result
+        assert re.fullmatch(r"move: at \$\.move\.cells\[\d\]\[\d\]: expected a row or column index, an "
+                            rf"integer 0\.\.8 \({convention}\), got 9", result["detail"]), result["detail"]
+    else:
+        assert result["reason"] == "illegal_move", result
+        assert re.fullmatch(r"one-based played an illegal move .*: cell \[\d, \d\] is off the 7x7 quilt: "
+                            rf"{convention} \(rows 0-6, columns 0-6\); patch \d+ covers \d cells",
+                            result["detail"]), result["detail"]

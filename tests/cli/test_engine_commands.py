@@ -116,7 +116,9 @@ def test_bad_arguments_give_one_line_errors(tmp_path: Path) -> None:
     out = tmp_path / "one.jsonl"
     CliRunner().invoke(main, ["random-games", "1", "--out", str(out)])
     proc = run_cli("replay", str(out), "--game", "5")
-    assert proc.returncode == 1 and "there is no game 5" in proc.stderr
+    assert proc.returncode == 1 and proc.stderr.strip() == (
+        f"Error: {out} holds 1 game(s): --game takes 1..1 (a record's position in the file, not the number "
+        "in a game id such as demo-0075) or a game id; there is no game 5")
 
 
 def test_every_command_has_help() -> None:

@@ -478,3 +478,41 @@ def test_a_request_the_bot_does_not_read_waits_for_its_time_for_the_move(tmp_pat
     if verdict == "timeout":
         assert result["loser"] == 0 and "did not read its input within its time" in result["detail"], result
         assert took < 5, took  # 1 s for the move, and no wait to tell it
+
+
+@pytest.mark.parametrize("command", ["play", "sprt", "random-games"])
+def test_an_edition_the_game_does_not_have_is_refused_as_run_tournament_refuses_it(
+        tmp_path: Path, command: str) -> None:
+    """`arena play --game stack-n-stuff --edition original` played stack-n-stuff, silently."""
+    random_bot = str(sample_bots_dir() / "random")
+    bad = ["--game", "stack-n-stuff", "--edition", "original"]
+    tournament = arena("run-tournament", "--bots", random_bot, "--bots", str(sample_bots_dir() / "greedy"),
+                       "--out", str(tmp_path / "t"), *bad)
+    args = {"play": [random_bot, random_bot, "--games", "1"],
+            "sprt": [random_bot, random_bot, "--max-games", "2"],
+            "random-games": ["1", "--out", str(tmp_path / "g.jsonl")]}[command]
+    proc = arena(command, *args, "--logs", str(tmp_path / "logs"), *bad) if command != "random-games" \
+        else arena(command, *args, *bad)
+    expected = ("Error: command line: key 'edition': expected one of 'standard' (the editions of "
+                "stack-n-stuff), got 'original'")
+    assert tournament.stderr.strip().splitlines()[-1] == expected, tournament.stderr
+    assert proc.returncode == (3 if command == "sprt" else 1), proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == expected and proc.stdout == "", proc.stdout + proc.stderr
+
+
+def test_game_lines_say_whose_score_is_which_and_a_tie_reads_as_a_tie(tmp_path: Path) -> None:
+    """check-bot printed the bot's score first ("won 12 : 5") and play the seats' ("12 : 5"),
+    and a tie on points read as a win ("won -24 : -24"). Seed 2 is a tie for random vs random."""
+    random_bot = str(sample_bots_dir() / "random")
+    tie = "random -24, random-2 -24: a tie on points, random wins as the first to reach the last space"
+    check = arena("check-bot", random_bot, "--games", "6")
+    assert check.returncode == 0, check.stdout + check.stderr
+    lines = [line for line in check.stdout.splitlines() if line.startswith("game ")]
+    assert re.fullmatch(r"game 2 \(seat 1\): random-2 -?\d+, random -?\d+: random(-2)? wins; "
+                        r"\d+ moves, normal", lines[1]), lines
+    assert re.fullmatch(rf"game 5 \(seat 0\): {tie}; \d+ moves, normal", lines[4]), lines
+    play = arena("play", random_bot, random_bot, "--games", "1", "--seed", "2",
+                 "--logs", str(tmp_path / "logs"))
+    assert play.returncode == 0, play.stdout + play.stderr
+    assert re.fullmatch(rf"game 1: seed 2, random \(seat 0\) vs random-2 \(seat 1\): {tie} \(normal\) "
+                        r"in [\d.]+ s", play.stdout.splitlines()[0]), play.stdout

@@ -158,11 +158,15 @@ def test_the_patch_must_fit(game, buy, patch_cells) -> None:
 
 def test_cells_off_the_quilt_are_refused(game, patch_cells) -> None:
     state = game([0])
-    with pytest.raises(MoveFormatError, match="off the 9x9 quilt"):
+    convention = r"cells are \[row, col\], 0-based, row 0 at the top \(rows 0-8, columns 0-8\)"
+    with pytest.raises(MoveFormatError, match=rf"off the 9x9 quilt: {convention}; patch 0 covers 2 cells$"):
         state.apply_json({"action": "buy", "patch": 0, "cells": [[8, 8], [8, 9]]})
     # a buy spilling over the right edge would wrap to the next row as bits: not a placement
-    with pytest.raises(IllegalMoveError, match="not a placement"):
+    with pytest.raises(IllegalMoveError, match=rf"not a placement of patch 0 \(shape ##, 2 cells; 2 given\): "
+                                               rf"{convention}$"):
         state.apply_json({"action": "buy", "patch": 0, "cells": [[0, 8], [1, 0]]})
+    with pytest.raises(IllegalMoveError, match=r"\(shape ##, 2 cells; 3 given\)"):
+        state.apply_json({"action": "buy", "patch": 0, "cells": [[0, 0], [0, 1], [0, 2]]})
 
 
 @pytest.mark.parametrize(("patch_id", "count"), [(9, 8), (29, 8), (32, 4), (25, 4), (0, 2), (21, 1)])
