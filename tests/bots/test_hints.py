@@ -65,15 +65,20 @@ def test_no_hello_hints_name_the_cause(tmp_path: Path) -> None:
     assert "lines of its log" in out3 and '"type": "hello"' in out3, out3
 
 
-def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
-    """A bot that loads before its hello (and says so on stderr) may be slow, not unflushed:
-    the hint says both (the start limit shrunk to 2 s)."""
-    folder = newcomer(tmp_path, "slow_start.py", "10")
+def _check_with_a_2_s_start_limit(tmp_path: Path, folder: Path) -> str:
+    """check-bot's output for a bot that sends no hello within a start limit shrunk to 2 s."""
     proc = arena_patched("from arena.bots.session import BotHandle\n"
                          "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0",
                          "check-bot", str(folder), "--games", "1", "--logs", str(tmp_path / "logs"))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    return out
+
+
+def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
+    """A bot that loads before its hello (and says so on stderr) may be slow, not unflushed:
+    the hint says both (the start limit shrunk to 2 s)."""
+    out = _check_with_a_2_s_start_limit(tmp_path, newcomer(tmp_path, "slow_start.py", "10"))
     assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
             "fflush(stdout), System.out.flush() (a BufferedWriter's own flush()), Go's bufio Writer.Flush(), "
             "Rust's io::stdout().flush(), Perl's $| = 1; Node's process.stdout.write needs none); or it is "
@@ -85,12 +90,7 @@ def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
 def test_a_bot_computing_before_its_hello_is_told_so_not_to_flush(tmp_path: Path) -> None:
     """Newcomer trial: a bot precomputing for 25 s before its hello (silent, on a CPU all along)
     was told "it wrote nothing on stdout: flush your stdout" (the start limit shrunk to 2 s)."""
-    folder = newcomer(tmp_path, "precomputes.py", "10")
-    proc = arena_patched("from arena.bots.session import BotHandle\n"
-                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0",
-                         "check-bot", str(folder), "--games", "1", "--logs", str(tmp_path / "logs"))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    out = _check_with_a_2_s_start_limit(tmp_path, newcomer(tmp_path, "precomputes.py", "10"))
     assert ("hint: it was still computing when the start timeout (2 s) ran out: send hello first, then "
             "load or precompute") in out, out
     assert "flush" not in out, out
