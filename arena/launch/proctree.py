@@ -44,6 +44,7 @@ class Stat(NamedTuple):
 
     state: str  # R, S, D, T (stopped), Z (zombie), ...
     ppid: int
+    pgrp: int
     sid: int
     start: int  # clock ticks since boot
     threads: int
@@ -161,12 +162,29 @@ class ProcessTree:
             pause = min(pause * 2, 0.02)
         return False
 
+    def _signal_groups(self, members: dict[int, Stat], sig: signal.Signals) -> None:
+        """Signal each process group of the bot's session at once: the root's, and any other
+        a member is in. A chain of processes that each fork and exit at once outruns the
+        /proc scan (each is gone before it is found, a red team's lived on after the kill),
+        but stays in its group, and a group signal reaches every member, forks under way
+        included. Only while the root is unreaped: then its session, and so every group in
+        it, can only be the bot's."""
+        if not self.root_pinned:
+            return
+        for group in {self.root} | {stat.pgrp for stat in members.values() if stat.sid == self.root}:
+            try:
+                os.killpg(group, sig)
+            except OSError:  # gone already (or never was: the root is not a group leader)
+                pass
+
     def _freeze_and_kill(self, empty_scans: int) -> None:
         stopped: set[int] = set()
         deadline = time.monotonic() + _FREEZE_BUDGET_S
         while True:
             members = self.scan()
             new = members.keys() - stopped
+            if new:
+                self._signal_groups(members, signal.SIGSTOP)
             for pid in new:
                 send_signal(pid, signal.SIGSTOP)
             stopped |= new
@@ -184,6 +202,7 @@ class ProcessTree:
                 break
             if not new:
                 time.sleep(0.0005)
+        self._signal_groups(members, signal.SIGKILL)
         for pid in members:
             send_signal(pid, signal.SIGKILL)
         # Anything stopped but no longer counted as ours (only a reused pid could be):
@@ -238,7 +257,7 @@ def read_stat(pid: str) -> Stat | None:
     # The command name in parentheses may itself contain spaces and parentheses.
     fields = data[data.rfind(b")") + 2:].split()
     try:
-        return Stat(fields[0].decode(), int(fields[1]), int(fields[3]), int(fields[19]),
+        return Stat(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]),
                     int(fields[17]), int(fields[11]) + int(fields[12]))
     except (IndexError, ValueError):
         return None

@@ -316,6 +316,50 @@ def test_a_ctrl_c_while_a_bot_starts_kills_it(tmp_path: Path, monkeypatch: pytes
     assert marker_holders(marker) == set()
 
 
+_FORK_CHAIN = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+int main(void) {  /* each process forks and exits at once; a count of generations in "beat" */
+    struct timespec s, n;
+    clock_gettime(CLOCK_MONOTONIC, &s);
+    for (long g = 1;; g++) {
+        clock_gettime(CLOCK_MONOTONIC, &n);
+        if (n.tv_sec - s.tv_sec >= 30) _exit(0);
+        if (g % 500 == 0) {
+            int fd = open("beat", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            char b[32];
+            write(fd, b, snprintf(b, sizeof b, "%ld\n", g));
+            close(fd);
+        }
+        if (fork() != 0) _exit(0);
+    }
+}
+"""
+
+
+def test_a_fork_and_exit_chain_is_killed(spawn: Spawn, tmp_path: Path) -> None:
+    """A chain of processes that each fork and exit at once outran the /proc scan of the kill
+    (each is gone before it is found): a red team's lived on after the bot was killed. Its
+    process group is signalled at once, which reaches every member, forks under way too."""
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the chain")
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "chain.c").write_text(_FORK_CHAIN)
+    subprocess.run(["gcc", "-O2", "-o", "chain", "chain.c"], cwd=tmp_path / "bot", check=True)
+    bot = spawn(["./chain"])
+    beat = tmp_path / "bot" / "beat"
+    wait_for(lambda: beat.exists() and beat.read_text().strip(), timeout=10)
+    bot.kill_tree()
+    time.sleep(0.2)
+    counted = beat.read_text()
+    time.sleep(0.5)
+    assert beat.read_text() == counted, "the chain goes on after the kill"
+
+
 def test_kill_tree_is_idempotent(spawn: Spawn) -> None:
     with spawn(["/bin/sleep", "100"]) as bot:
         bot.kill_tree()
