@@ -20,7 +20,8 @@ from arena.errors import ArenaError
 from arena.launch.bubblewrap import check_strict_available
 from arena.launch.process import MARKER_VAR
 
-MISBEHAVE = Path(__file__).parent / "programs" / "misbehave.py"  # the scripted misbehaving bot
+PROGRAMS = Path(__file__).parent / "programs"  # bots written for the tests
+MISBEHAVE = PROGRAMS / "misbehave.py"  # the scripted misbehaving bot
 # The arena command run by this interpreter (the venv's), as a user runs it from a shell.
 ARENA_ARGV = [sys.executable, "-c", "import sys; from arena.cli import main; sys.exit(main())"]
 

@@ -40,6 +40,8 @@ log = logging.getLogger("arena.wire")
 START_TIMEOUT_S = 20.0  # wall clock: a Python bot on a loaded machine under a one-core quota can take seconds
 # A bot that has not said hello at this many starts in a row (each waiting START_TIMEOUT_S)
 # is not started again by this handle: its remaining games are start failures at once.
+SHUTDOWN_GRACE_S = 0.5
+"""How long a bot has to exit after shutdown before it is killed (README: check-bot)."""
 MAX_SILENT_STARTS = 3
 # A running bot is restarted between games once one of its processes has used this share
 # of the per-process CPU limit, so that no well-behaved bot meets the limit mid-game.
@@ -863,17 +865,26 @@ class BotHandle:
         self._freezes = False
         self.hello = {}
 
-    def close(self) -> None:
-        """Ask politely (shutdown), give it a moment, then kill everything that is left."""
+    def ask_to_leave(self) -> bool:
+        """Send shutdown, thawed first (a frozen bot can neither read it nor exit); whether
+        it was running. Not waited for: a bot that does not read it is killed all the same
+        (a red team's bot that stopped reading held its pool's closing 5 s per bot)."""
+        if not (self.is_running() and self.channel is not None):
+            return False
         try:
-            if self.is_running() and self.channel is not None:
-                self.thaw()  # a frozen bot cannot read its shutdown, nor exit
-                self.send(messages.shutdown())
-                deadline = time.monotonic() + 0.5
-                while self.is_running() and time.monotonic() < deadline:
-                    time.sleep(0.01)
+            self.thaw()
+            self.send(messages.shutdown(), timeout_s=0.0)
         except Exception:  # noqa: BLE001 - a dying bot must not stop the cleanup
             pass
+        return True
+
+    def close(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
+        """Ask politely (shutdown), give it ``grace_s`` to exit, then kill everything left."""
+        try:
+            if self.ask_to_leave():
+                deadline = time.monotonic() + grace_s
+                while self.is_running() and time.monotonic() < deadline:
+                    time.sleep(0.01)
         finally:  # even when interrupted (Ctrl-C, a SIGTERM unwinding) while it waited
             self.kill()
 

@@ -401,24 +401,27 @@ class BotProcess:
         A frozen bot is thawed first (a task held by a cgroup v1 freezer acts on no
         signal, not even SIGKILL); then :meth:`ProcessTree.kill`.
         """
-        with self._lock, deferred_interrupts():  # half a kill would leave the TERM-deaf alive
-            if self._killed:
-                return
-            self._killed = True
-            try:
-                if self.cgroup is not None and self.cgroup.can_freeze:
-                    self._frozen = False
-                    try:  # always: a freeze may have been under way when we were interrupted
-                        self.cgroup.thaw()
-                    except OSError as exc:
-                        log.warning("bot %d: cannot thaw %s: %s", self.pid, self.cgroup, exc)
-                self.tree.kill(grace_s)
-            finally:
-                self._reap()
-                if self.cgroup is not None and not self.cgroup.remove():
-                    log.warning("bot %d: cgroup %s not empty after the kill", self.pid, self.cgroup)
-                if self.scratch is not None:
-                    remove_tree(self.scratch)
+        with self._lock:
+            with deferred_interrupts():  # half a kill would leave the TERM-deaf alive
+                if self._killed:
+                    return
+                self._killed = True
+                try:
+                    if self.cgroup is not None and self.cgroup.can_freeze:
+                        self._frozen = False
+                        try:  # always: a freeze may have been under way when we were interrupted
+                            self.cgroup.thaw()
+                        except OSError as exc:
+                            log.warning("bot %d: cannot thaw %s: %s", self.pid, self.cgroup, exc)
+                    self.tree.kill(grace_s)
+                finally:
+                    self._reap()
+                    if self.cgroup is not None and not self.cgroup.remove():
+                        log.warning("bot %d: cgroup %s not empty after the kill", self.pid, self.cgroup)
+            # Not deferred: a bot's 150,000 files held a Ctrl-C 2.8 s; what an interrupt leaves
+            # of the folder, the next run removes (arena.launch.scratch).
+            if self.scratch is not None:
+                remove_tree(self.scratch)
 
     def _reap(self) -> None:
         try:

@@ -314,15 +314,43 @@ def _is_frozen(pid: int, stat: Stat) -> bool:
     return True
 
 
+def kill_by_environment(entries: set[bytes], budget_s: float = _MOP_UP_BUDGET_S) -> int:
+    """Kill every process (that we may signal) whose environment holds one of ``entries``:
+    each stopped then killed as found, scan after scan until one finds none (they may fork
+    meanwhile) or ``budget_s`` is spent. Returns how many were killed. For the bots of a
+    harness process killed before it could kill them, whose TMPDIR names a folder of their
+    dead owner (:func:`arena.launch.scratch.remove_stale`): under none nothing else would."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + budget_s
+    while time.monotonic() < deadline:
+        found = [int(name) for name in os.listdir("/proc")
+                 if name.isdigit() and int(name) not in (1, os.getpid()) and not is_gone(int(name))
+                 and not entries.isdisjoint(_environment(int(name)))]
+        if not found:
+            break
+        for pid in found:
+            send_signal(pid, signal.SIGSTOP)
+        for pid in found:
+            send_signal(pid, signal.SIGKILL)
+        killed.update(found)
+        time.sleep(0.002)
+    return len(killed)
+
+
 def _has_marker(pid: int, entry: bytes) -> bool:
+    return entry in _environment(pid)
+
+
+def _environment(pid: int) -> list[bytes]:
+    """The entries (NAME=value) of a process's environment; none when it is gone or not ours."""
     data = _read(f"/proc/{pid}/environ")
     if data is None:  # a zombie leader has no environ of its own; its threads do
         for tid in _tasks(pid):
             data = _read(f"/proc/{pid}/task/{tid}/environ")
             if data is not None:
                 break
-    return data is not None and entry in data.split(b"\0")
+    return data.split(b"\0") if data is not None else []
 
 
-__all__ = ["MARKER_VAR", "ProcessTree", "Stat", "boot_ticks", "is_gone", "pipe_holders", "read_stat",
-           "send_signal"]
+__all__ = ["MARKER_VAR", "ProcessTree", "Stat", "boot_ticks", "is_gone", "kill_by_environment",
+           "pipe_holders", "read_stat", "send_signal"]

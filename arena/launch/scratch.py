@@ -18,12 +18,14 @@ import stat
 import tempfile
 from pathlib import Path
 
+from arena.launch.proctree import kill_by_environment
 from arena.untrusted import file_name, remove_tree
 
 LABEL_CHARS = 16
 """Of a label (a bot's name) in a folder's name: a ZeroMQ bridge puts its socket in a bot's
 folder, and a socket path has at most 107 bytes."""
 
+_BATCH = 1000  # stale folders swept at a time (one /proc scan for their processes)
 _OWNED = re.compile(r"arena-p(\d+)-")
 _OWNED_HIDDEN = re.compile(r"\.arena-p(\d+)-")  # in a folder of bot folders: never a bot's name
 
@@ -44,7 +46,21 @@ def remove_stale(parent: Path | None = None, *, hidden: bool = False) -> int:
         default = Path(tempfile.gettempdir())
         return sum(remove_stale(folder) for folder in {default, Path("/tmp")})
     owned = _OWNED_HIDDEN if hidden else _OWNED
+    stale: list[str] = []
     removed = 0
+
+    def remove() -> None:
+        nonlocal removed
+        if not hidden:
+            # A bot of a harness process killed first (a worker, kill -9) may still run with the
+            # folder as its TMPDIR: its root died with that process (PR_SET_PDEATHSIG), its
+            # children did not, and under none nothing else would kill them.
+            kill_by_environment({f"TMPDIR={path}".encode() for path in stale})
+        for path in stale:
+            remove_tree(path)
+        removed += len(stale)
+        stale.clear()
+
     try:
         entries = os.scandir(parent)
     except OSError:
@@ -59,8 +75,11 @@ def remove_stale(parent: Path | None = None, *, hidden: bool = False) -> int:
             except OSError:
                 continue
             if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid():
-                remove_tree(entry.path)
-                removed += 1
+                stale.append(entry.path)
+                if len(stale) >= _BATCH:
+                    remove()
+    if stale:
+        remove()
     return removed
 
 

@@ -181,7 +181,8 @@ class WorkerProcesses:
     def close(self) -> None:
         for worker in self._workers:
             if worker.process.is_alive():
-                worker.process.terminate()  # SIGTERM: the worker kills its bots and exits
+                worker.conn.close()  # EOF: one waiting for a game (deaf to SIGTERM then) closes and exits
+                worker.process.terminate()  # SIGTERM: one playing unwinds, kills its bots and exits
                 _continue(worker.process.pid)  # a stopped worker would not see it
         deadline = time.monotonic() + 5
         for worker in self._workers:
@@ -294,7 +295,15 @@ def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
     try:
         pool = lineup.pool(Path(log_dir))
         try:
-            while (spec := conn.recv()) is not None:
+            while True:
+                # Waiting for a game, the pipe says all there is to say: a game, None, or EOF once
+                # the coordinator is gone. The SIGTERM Linux sends then, just behind the EOF, could
+                # land between the EOFError and the closing below and cut it off (a red team's
+                # kill -9 left a worker's bots frozen, 3 times in 30): it is not heeded here.
+                ignore_termination()
+                if (spec := conn.recv()) is None:
+                    break
+                unwind_on_termination(0)  # playing: a SIGTERM unwinds (and the pool closes)
                 conn.send(("done", (spec, lineup.play(pool, spec))))
         finally:
             # All played, the coordinator gone (EOF, with its SIGTERM close behind: PDEATHSIG) or

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import textwrap
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.records import replay
-from tests.helpers import arena, arena_patched, misbehaving_bot
+from tests.helpers import PROGRAMS, arena, arena_patched, misbehaving_bot
 
 
 def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:
@@ -433,25 +434,6 @@ def test_sample_bots_go_by_their_names_from_any_folder(tmp_path: Path) -> None:
         "cbot, greedy, mcts, random)"), proc.stderr
 
 
-# A stdio bot with a one-page stdin pipe (F_SETPIPE_SZ: any request with its legal moves is
-# longer) that, after its first move, thinks PAUSE seconds without reading its input.
-_PONDERER = '''
-import fcntl, json, sys, time
-fcntl.fcntl(0, 1031, 4096)
-print(json.dumps({"type": "hello", "name": "ponderer", "version": "1", "protocol": 1,
-                  "capabilities": {"legal_moves": True}}), flush=True)
-moved = False
-for line in sys.stdin:
-    message = json.loads(line)
-    if message["type"] == "move_request":
-        print(json.dumps({"type": "move", "seq": message["seq"], "move": message["legal_moves"][0]}),
-              flush=True)
-        if not moved:
-            moved = True
-            time.sleep(float(sys.argv[1]))
-    elif message["type"] == "shutdown":
-        break
-'''
 
 
 @pytest.mark.parametrize(("pause", "per_move", "verdict"),
@@ -464,7 +446,7 @@ def test_a_request_the_bot_does_not_read_waits_for_its_time_for_the_move(tmp_pat
     time: a ponderer within it plays on; a bot that never reads loses on time when it is up."""
     bot = tmp_path / "ponderer"
     bot.mkdir()
-    (bot / "bot.py").write_text(_PONDERER)
+    shutil.copy(PROGRAMS / "ponderer.py", bot / "bot.py")
     (bot / "bot.toml").write_text(f'name = "ponderer"\ncommand = ["python3", "bot.py", "{pause}"]\n'
                                   'protocol = "stdio"\n')
     out = tmp_path / "games.jsonl"

@@ -185,3 +185,39 @@ def test_an_interrupted_strict_build_leaves_no_copy_and_a_killed_check_is_swept(
     assert swept.returncode == 0, swept.stdout + swept.stderr
     # (its arena-check-* log folder stays: the logs of a check that failed are kept on purpose)
     assert sorted(temp.glob("arena-p*")) == [], "the killed check's folders are swept"
+
+
+@pytest.mark.parametrize("command", ["play", "run-tournament"])
+def test_a_bot_that_stops_reading_does_not_hold_up_the_exit(tmp_path: Path, command: str) -> None:
+    """Closing a bot sent it shutdown and waited up to 5 s for it to be read: a bot that had
+    stopped reading (its stdin pipe full) held a SIGTERM'd play 5.4 s, and each such bot held
+    its worker as long, past the time the coordinator gives it (a red team's). Now shutdown
+    is not waited for, and the bots of a pool share one grace period."""
+    import shutil
+
+    from tests.helpers import PROGRAMS
+
+    bot = tmp_path / "ponderer"
+    bot.mkdir()
+    shutil.copy(PROGRAMS / "ponderer.py", bot / "bot.py")
+    write_bot(bot, "ponderer", ["python3", "bot.py", "600"], protocol="stdio")
+    other = str(sample_bots_dir() / "random")
+    args = {"play": ["play", str(bot), other, "--games", "2"],
+            "run-tournament": ["run-tournament", "--bots", str(bot), "--bots", other, "--games", "2",
+                               "--concurrency", "1", "--out", str(tmp_path / "out")]}[command]
+    log = tmp_path / "logs" / "ponderer.stderr.log"
+    runner = subprocess.Popen([*ARENA_ARGV, *args, "--sandbox", "none", "--time-per-move", "60000",
+                               "--bank-ms", "0", *(["--logs", str(log.parent)] if command == "play" else [])],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(4)  # its second request waits in a full pipe (its first move took it a moment)
+        started = time.monotonic()
+        os.killpg(runner.pid, signal.SIGTERM)
+        runner.wait(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+    err = runner.stderr.read().decode() if runner.stderr else ""
+    assert runner.returncode == 128 + signal.SIGTERM, err
+    assert took < 2.5, (took, err)

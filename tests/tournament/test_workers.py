@@ -265,3 +265,28 @@ def test_a_worker_whose_coordinator_is_gone_closes_every_bot_despite_the_sigterm
             worker.process.kill()
         for left in _processes_under(tmp_path / "bots"):
             os.kill(int(left.split(":")[0]), signal.SIGKILL)
+
+
+def test_the_children_of_a_killed_worker_s_bots_are_killed_too(tmp_path: Path) -> None:
+    """Under none a worker killed outright (kill -9, the OOM killer, a bot) takes its bots'
+    root processes with it (PR_SET_PDEATHSIG), not their children: a bot's helpers lived on
+    after the run. Their TMPDIR names the dead worker's folder, which the coordinator sweeps."""
+    bots = tmp_path / "bots"
+    misbehaving_bot(bots / "forks", "forks", stdio=True)  # 3 children of its own
+    shutil.copytree(SAMPLES / "random", bots / "random", ignore=shutil.ignore_patterns("__pycache__"))
+    runner = subprocess.Popen(
+        [*ARENA_ARGV, "run-tournament", "--bots", str(bots), "--games", "4", "--concurrency", "1",
+         "--sandbox", "none", "--time-per-move", "2000", "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: len([p for p in _processes_under(bots) if "sleep 300" in p]) == 3, timeout=60)
+        [worker] = worker_processes(runner.pid)
+        os.kill(worker, signal.SIGKILL)
+        stdout, stderr = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 0, stdout + stderr
+    assert "done: 4 games played now" in stdout, stdout
+    assert _processes_under(bots) == []
