@@ -7,7 +7,6 @@ through the referee.
 
 from __future__ import annotations
 
-import functools
 import resource
 import time
 from collections.abc import Callable
@@ -151,12 +150,13 @@ class BotPool:
         return time.monotonic() - started
 
     def close(self) -> None:
-        """Close every bot, give back every claim, remove the build copies: each step is
+        """Close every bot (shutdown to all, one grace period, then a kill of what is left),
+        give back every claim, remove the build copies: each step is
         taken even when one before it fails or is interrupted (Ctrl-C, a SIGTERM unwinding),
         which is raised once all are done."""
         steps: list[Callable[[], object]] = [handle.ask_to_leave for handle in self.handles]
         steps.append(self._grace)
-        steps += [functools.partial(handle.close, grace_s=0.0) for handle in self.handles]
+        steps += [handle.kill for handle in self.handles]
         steps += [claimed.release for claimed in self._claimed]
         steps.append(self._remove_build_dir)
         failure: BaseException | None = None
