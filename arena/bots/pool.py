@@ -7,13 +7,14 @@ through the referee.
 
 from __future__ import annotations
 
+import functools
 import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from arena.bots.manifest import Manifest, build
-from arena.bots.session import SHUTDOWN_GRACE_S, BotHandle
+from arena.bots.session import BotHandle, wait_to_leave
 from arena.engine import Ruleset
 from arena.errors import ArenaError, BotStartError
 from arena.launch import scratch as scratch_folders
@@ -155,7 +156,7 @@ class BotPool:
         taken even when one before it fails or is interrupted (Ctrl-C, a SIGTERM unwinding),
         which is raised once all are done."""
         steps: list[Callable[[], object]] = [handle.ask_to_leave for handle in self.handles]
-        steps.append(self._grace)
+        steps.append(functools.partial(wait_to_leave, self.handles))
         steps += [handle.kill for handle in self.handles]
         steps += [claimed.release for claimed in self._claimed]
         steps.append(self._remove_build_dir)
@@ -167,13 +168,6 @@ class BotPool:
                 failure = failure or exc
         if failure is not None:
             raise failure
-
-    def _grace(self) -> None:
-        """One SHUTDOWN_GRACE_S for all the bots told to leave (not one each, in turn: a worker
-        with many bots outlasted the time its coordinator gives it to close)."""
-        deadline = time.monotonic() + SHUTDOWN_GRACE_S
-        while any(handle.is_running() for handle in self.handles) and time.monotonic() < deadline:
-            time.sleep(0.01)
 
     def _remove_build_dir(self) -> None:
         if self._build_dir is not None:

@@ -38,10 +38,10 @@ from arena.untrusted import file_name, inside
 log = logging.getLogger("arena.wire")
 
 START_TIMEOUT_S = 20.0  # wall clock: a Python bot on a loaded machine under a one-core quota can take seconds
-# A bot that has not said hello at this many starts in a row (each waiting START_TIMEOUT_S)
-# is not started again by this handle: its remaining games are start failures at once.
 SHUTDOWN_GRACE_S = 0.5
 """How long a bot has to exit after shutdown before it is killed (README: check-bot)."""
+# A bot that has not said hello at this many starts in a row (each waiting START_TIMEOUT_S)
+# is not started again by this handle: its remaining games are start failures at once.
 MAX_SILENT_STARTS = 3
 # A running bot is restarted between games once one of its processes has used this share
 # of the per-process CPU limit, so that no well-behaved bot meets the limit mid-game.
@@ -205,6 +205,15 @@ def _interpreter(first_line: bytes, script: str) -> str:
     if len(words) == 1:
         return Path(words[0]).name
     return _INTERPRETERS.get(Path(script).suffix, "<interpreter>")
+
+
+def wait_to_leave(handles: list[BotHandle]) -> None:
+    """Give bots told to leave (:meth:`BotHandle.ask_to_leave`) SHUTDOWN_GRACE_S, together, to
+    exit: a pool's bots wait once, not once each in turn (a worker with many bots outlasted
+    the time its coordinator gives it to close)."""
+    deadline = time.monotonic() + SHUTDOWN_GRACE_S
+    while any(handle.is_running() for handle in handles) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 class BotHandle:
@@ -878,13 +887,11 @@ class BotHandle:
             pass
         return True
 
-    def close(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
-        """Ask politely (shutdown), give it ``grace_s`` to exit, then kill everything left."""
+    def close(self) -> None:
+        """Ask politely (shutdown), give it SHUTDOWN_GRACE_S to exit, then kill everything left."""
         try:
             if self.ask_to_leave():
-                deadline = time.monotonic() + grace_s
-                while self.is_running() and time.monotonic() < deadline:
-                    time.sleep(0.01)
+                wait_to_leave([self])
         finally:  # even when interrupted (Ctrl-C, a SIGTERM unwinding) while it waited
             self.kill()
 

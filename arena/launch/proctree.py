@@ -323,8 +323,8 @@ def kill_by_environment(entries: set[bytes], budget_s: float = _MOP_UP_BUDGET_S)
     killed: set[int] = set()
     deadline = time.monotonic() + budget_s
     while time.monotonic() < deadline:
-        found = [int(name) for name in os.listdir("/proc")
-                 if name.isdigit() and int(name) not in (1, os.getpid()) and not is_gone(int(name))
+        found = [int(name) for name in os.listdir("/proc")  # (send_signal spares init and us)
+                 if name.isdigit() and not is_gone(int(name))
                  and not entries.isdisjoint(_environment(int(name)))]
         if not found:
             break
