@@ -10,7 +10,7 @@ import signal
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,12 +112,15 @@ def after_last_game(handle: BotHandle) -> str | None:
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     per_move_ms: int = 1000, bank_ms: int = 10_000,
                     first_move_ms: int = 5000, ruleset: Ruleset | None = None,
-                    launcher: Launcher | None = None, submitting: bool = False) -> ConformanceReport:
+                    launcher: Launcher | None = None, submitting: bool = False,
+                    on_stage: Callable[[str], None] | None = None) -> ConformanceReport:
     """Build the bot, time its handshake, play ``games`` games against random in both seats
     (started by ``launcher``, level none by default, as a tournament would). ``submitting``
     also refuses a folder holding symbolic links (it is about to be copied). The logs go
     to ``log_dir``, or to a new temporary folder that is kept only if the check found a
-    problem or a warning (``report.log`` names the bot's log, None once removed)."""
+    problem or a warning (``report.log`` names the bot's log, None once removed).
+    ``on_stage("checking")`` is called once the build is done and the games begin (`arena
+    serve` shows a version's state from it)."""
     report = ConformanceReport()
     if submitting:
         refused = links_refused(bot)
@@ -155,6 +158,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             return report
         if manifest.build:
             report.lines.append("build: ok")
+        if on_stage is not None:
+            on_stage("checking")
         try:
             seconds = pool.start_time(0)
         except ArenaError as exc:

@@ -956,6 +956,152 @@ def new_bot(folder: Path, lang: str, name: str | None) -> None:
     click.echo(f"next: arena check-bot {shell_word(folder)} --sandbox strict   (the spec: {where})")
 
 
+# ------------------------------------------------------------------ the arena service
+SERVER_HELP = "The arena's address, e.g. http://127.0.0.1:8000."
+TOKEN_FILE_HELP = "A file holding the token (default: the ARENA_TOKEN environment variable)."
+
+
+@main.command()
+@click.option("--data", "data", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The data folder (made on first start; a restart resumes from it).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (loopback by default: put a TLS reverse proxy in front).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@_game_options
+@_edition_option
+@_time_control_options
+@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=None,
+              help="Ladder games played at once (default: the usable CPUs).")
+@click.option("--dask", "dask_address", default=None, help="Play the ladder on a Dask cluster at ADDRESS.")
+@click.option("--house-bots", default="random,greedy", show_default=True,
+              help="Sample bots that always play (comma-separated; '' for none), so the ladder is "
+                   "never empty.")
+@click.option("--user", default=None,
+              help="The unprivileged user the web process runs as when started as root (default: nobody).")
+@_sandbox_option("strict")
+@click.option("--uploads-per-hour", type=click.IntRange(1, 10_000), default=20, show_default=True,
+              help="Uploads each author may make in any hour.")
+@click.option("--max-upload-mb", type=click.IntRange(1, 1024), default=20, show_default=True,
+              help="Largest archive accepted, in MB.")
+def serve(data: Path, host: str, port: int, game: str, components_file: Path | None, edition: str | None,
+          per_move_ms: int, bank_ms: int, first_move_ms: int, concurrency: int | None,
+          dask_address: str | None, house_bots: str, user: str | None, sandbox: str, uploads_per_hour: int,
+          max_upload_mb: int) -> None:
+    """Run an arena: authors upload bots over HTTP, each version is checked in the sandbox,
+    a rated ladder plays continuously, and the leaderboard and games are served live."""
+    from arena.serve.server import serve as run_server
+    from arena.serve.service import Options
+    from arena.tournament.config import usable_cpus
+    from arena.untrusted import is_valid_name
+
+    if components_file is not None:
+        raise click.UsageError("--components: arena serve plays the shipped components only")
+    rules = _ruleset(game, edition, None)
+    names = tuple(name.strip() for name in house_bots.split(",") if name.strip())
+    for name in names:
+        if not is_valid_name(name):
+            raise click.UsageError(f"--house-bots: {shown(name)} is not a bot name")
+    options = Options(data=data, game=game, edition=rules.edition, per_move_ms=per_move_ms, bank_ms=bank_ms,
+                      first_move_ms=first_move_ms, concurrency=concurrency or usable_cpus(),
+                      dask=dask_address,
+                      sandbox=sandbox, house_bots=names, uploads_per_hour=uploads_per_hour,
+                      max_upload_bytes=max_upload_mb * 1_000_000)
+    run_server(options, host=host, port=port, user=user)
+
+
+def _client(server: str, token_file: Path | None):  # type: ignore[no-untyped-def]
+    from arena.serve.client import Client, read_token
+
+    return Client(server, read_token(token_file))
+
+
+@main.group()
+def author() -> None:
+    """Organizer: add or revoke the authors of an arena (arena serve)."""
+
+
+@author.command("add")
+@click.argument("name")
+@click.option("--server", required=True, help=SERVER_HELP)
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), help=TOKEN_FILE_HELP)
+def author_add(name: str, server: str, token_file: Path | None) -> None:
+    """Add the author NAME and print their token (shown once: pass it to them)."""
+    client = _client(server, token_file)
+    answer = client.call("POST", "/api/authors", json={"name": name})
+    click.echo(f"author {for_terminal(answer['name'], newlines=False)} added; their token (shown once):")
+    click.echo(f"  {answer['token']}")
+
+
+@author.command("revoke")
+@click.argument("name")
+@click.option("--server", required=True, help=SERVER_HELP)
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), help=TOKEN_FILE_HELP)
+def author_revoke(name: str, server: str, token_file: Path | None) -> None:
+    """Revoke NAME's token: it stops working at once (their bots keep their games)."""
+    _client(server, token_file).call("POST", f"/api/authors/{name}/revoke")
+    click.echo(f"author {for_terminal(name, newlines=False)}: token revoked")
+
+
+@main.command()
+@click.argument("bot_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--server", required=True, help=SERVER_HELP)
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), help=TOKEN_FILE_HELP)
+@click.option("--wait", is_flag=True, help="Wait until the version is active or rejected; print the cause.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 7200), default=900, show_default=True,
+              help="With --wait: give up waiting after this many seconds (the check goes on).")
+def upload(bot_dir: Path, server: str, token_file: Path | None, wait: bool, timeout_s: float) -> None:
+    """Pack BOT_DIR and upload it to an arena as a new version of its bot (named by its bot.toml)."""
+    from arena.bots.manifest import Manifest
+    from arena.serve.archive import pack
+    from arena.serve.client import wait_for_version
+
+    client = _client(server, token_file)
+    name = Manifest.load(bot_dir).name
+    data = pack(bot_dir)
+    answer = client.call("POST", f"/api/bots/{name}/versions",
+                         files={"archive": (f"{name}.tar.gz", data, "application/gzip")})
+    click.echo(f"uploaded {name} version {answer['number']} ({answer['files']} files): {answer['state']}")
+    if not wait:
+        return
+    version = wait_for_version(client, answer["id"], timeout_s)
+    state = version["state"]
+    if state == "active":
+        click.echo(f"{name} version {version['number']}: active (it plays in the ladder)")
+        return
+    if state == "rejected":
+        click.echo(for_terminal(f"{name} version {version['number']}: rejected: {version['cause']}"))
+        report = version.get("report") or {}
+        for line in report.get("problems") or []:
+            click.echo(for_terminal(f"  problem: {line}"))
+        raise SystemExit(1)
+    click.echo(f"{name} version {version['number']}: still {state} after {timeout_s:.0f} s "
+               "(arena status shows it later)")
+    raise SystemExit(1)
+
+
+@main.command()
+@click.option("--server", required=True, help=SERVER_HELP)
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), help=TOKEN_FILE_HELP)
+def status(server: str, token_file: Path | None) -> None:
+    """Your bots on an arena: their versions, states and messages, and the uploads left."""
+    me = _client(server, token_file).call("GET", "/api/me")
+    if me.get("organizer"):
+        click.echo("this is the organizer's token: it owns no bots")
+        return
+    quota = me["quota"]
+    click.echo(f"author {me['name']}: {quota['uploads_left']} of {quota['uploads_per_hour']} uploads left "
+               "this hour")
+    if not me["bots"]:
+        click.echo("no bots yet: arena upload BOT_DIR --server URL")
+    for bot in me["bots"]:
+        playing = bot["playing_version"]
+        flag = " (quarantined)" if bot["quarantined"] else ""
+        click.echo(f"{bot['name']}{flag}: " + (f"version {playing} plays" if playing else "no version plays"))
+        for version in bot["versions"]:
+            cause = f": {version['cause']}" if version["cause"] else ""
+            click.echo(for_terminal(f"  v{version['number']}  {version['state']}{cause}", newlines=False))
+
+
 from arena.cli_report import report  # noqa: E402  (registered last: the command lives in its own module)
 
 main.add_command(report)

@@ -191,6 +191,34 @@ def inside(folder: Path | str, *parts: str) -> Path:
     return path
 
 
+def member_path(raw: str) -> str:
+    """A path inside an uploaded archive, checked: relative, '/'-separated, no ``..``, no
+    empty or ``.`` part but a trailing '/', no backslash, NUL, control character or lone
+    surrogate, at most 255 bytes a part. Returns it normalised (no leading ``./``, no trailing
+    '/'); raises ConfigError saying what is wrong with it."""
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError("archive member with an empty name")
+    what = f"archive member {shown(raw)}"
+    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+        raise ConfigError(f"{what}: an absolute path; archives hold paths relative to the bot's folder")
+    if "\\" in raw or "\0" in raw or any(ord(ch) < 32 or ord(ch) == 127 for ch in raw) \
+            or _SURROGATE.search(raw):
+        raise ConfigError(f"{what}: holds a backslash or a control character")
+    parts = [part for part in raw.rstrip("/").split("/")]
+    while parts and parts[0] == ".":
+        parts = parts[1:]
+    if not parts:
+        return ""
+    for part in parts:
+        if part == "..":
+            raise ConfigError(f"{what}: '..' leads outside the bot's folder")
+        if part in ("", "."):
+            raise ConfigError(f"{what}: an empty or '.' path part")
+        if len(part.encode("utf-8", "replace")) > 255:
+            raise ConfigError(f"{what}: a path part longer than 255 bytes")
+    return "/".join(parts)
+
+
 def file_name(text: str, *, limit: int = NAME_MAX, fallback: str = "bot") -> str:
     """``text`` made into one plain file name: ASCII letters, digits, ``-``, ``_`` and ``.``
     (anything else becomes ``_``), not starting with ``.``, at most ``limit`` characters."""
@@ -477,5 +505,5 @@ def _copy_file(dir_fd: int, name: str, target: Path, mode_mask: int, count: Any,
 
 __all__ = ["ARGUMENT_RULE", "COPY_MAX_DEPTH", "FOLDER_MAX_BYTES", "FOLDER_MAX_FILES", "NAME_MAX",
            "NAME_RULE", "cap", "check_name", "clean_json_escapes", "copy_folder", "csv_cell", "csv_frame",
-           "file_name", "for_terminal", "inside", "is_argument", "is_valid_name", "name_suggestion",
-           "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk", "walk_at"]
+           "file_name", "for_terminal", "inside", "is_argument", "is_valid_name", "member_path",
+           "name_suggestion", "remove_tree", "shown", "symlinks_in", "valid_unicode", "walk", "walk_at"]

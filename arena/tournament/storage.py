@@ -436,6 +436,31 @@ class ResultStore:
             "m.action, m.patch, m.cells, m.time_ms "
             "FROM moves m JOIN games g ON g.game_id = m.game_id ORDER BY g.idx, m.ply", _MOVE_TYPES)
 
+    def finished_games(self, players: list[str] | None, limit: int) -> list[tuple[Any, ...]]:
+        """The newest stored games (of ``players``, if given), newest first: game_id, seat0,
+        seat1, winner, winner_name, reason, score0, score1, moves, started_at, finished_at."""
+        sql = ("SELECT game_id, seat0, seat1, winner, winner_name, reason, score0, score1, moves, "
+               "started_at, finished_at FROM games")
+        args: list[Any] = []
+        if players is not None:
+            marks = ", ".join("?" * len(players)) or "NULL"
+            sql += f" WHERE seat0 IN ({marks}) OR seat1 IN ({marks})"
+            args = [*players, *players]
+        with self._mutex:
+            try:
+                return self._conn.execute(sql + " ORDER BY idx DESC LIMIT ?", (*args, limit)).fetchall()
+            except sqlite3.Error as exc:
+                raise self._read_error(exc) from None
+
+    def record(self, game_id: str) -> dict[str, Any] | None:
+        """One stored game's record, or None."""
+        with self._mutex:
+            try:
+                row = self._conn.execute("SELECT record FROM games WHERE game_id = ?", (game_id,)).fetchone()
+            except sqlite3.Error as exc:
+                raise self._read_error(exc) from None
+        return None if row is None else json.loads(row[0])
+
     def entrants_frame(self) -> pd.DataFrame:
         """The entrants: name, folder, description (sorted by name)."""
         return self._frame("SELECT name, folder, description FROM entrants ORDER BY name", {})

@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -69,8 +69,10 @@ class WorkerProcesses:
     handled like any other worker death (see :class:`_Watchdog`).
     """
 
-    def __init__(self, lineup: Lineup, log_dir: Path, concurrency: int = 1, *, advice: str = "") -> None:
+    def __init__(self, lineup: Lineup, log_dir: Path, concurrency: int = 1, *, advice: str = "",
+                 on_move: Callable[[GameSpec, dict[str, Any]], None] | None = None) -> None:
         self.lineup = lineup
+        self.on_move = on_move  # given: every move of every game is sent back as it is made (arena serve)
         self.log_dir = log_dir
         self.concurrency = max(1, concurrency)
         self.advice = advice
@@ -91,7 +93,7 @@ class WorkerProcesses:
         # had a fresh log, and 16 MiB more of disk, each time).
         process = self._ctx.Process(
             target=_worker_main, name=f"arena-worker-{number}", daemon=True,
-            args=(self.lineup, str(self.log_dir / f"worker-{slot}"), child))
+            args=(self.lineup, str(self.log_dir / f"worker-{slot}"), child, self.on_move is not None))
         process.start()
         child.close()  # the worker's end: only the worker holds it, so its death closes the pipe
         worker = _Worker(number, slot, process, parent)
@@ -158,6 +160,10 @@ class WorkerProcesses:
         try:
             if worker.conn.poll():
                 message = worker.conn.recv()
+                if message[0] == "move":
+                    if self.on_move is not None and worker.game is not None:
+                        self.on_move(worker.game, message[1])
+                    return None, None
                 if message[0] == "done":
                     return message[1], None
                 why = f"worker failed: {message[1]}"
@@ -287,8 +293,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
-    """A worker: play each game the coordinator sends until it sends None."""
+def _worker_main(lineup: Lineup, log_dir: str, conn: Any, live: bool = False) -> None:
+    """A worker: play each game the coordinator sends until it sends None; ``live``: send
+    each move back as it is made, before the game's end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's business
     unwind_on_termination(0)  # SIGTERM unwinds, once: the pool kills (and thaws) its bots
     _die_with_parent()
@@ -304,7 +311,8 @@ def _worker_main(lineup: Lineup, log_dir: str, conn: Any) -> None:
                 if (spec := conn.recv()) is None:
                     break
                 unwind_on_termination(0)  # playing: a SIGTERM unwinds (and the pool closes)
-                conn.send(("done", (spec, lineup.play(pool, spec))))
+                hook = (lambda state, entry: conn.send(("move", entry))) if live else None
+                conn.send(("done", (spec, lineup.play(pool, spec, hook))))
         finally:
             # All played, the coordinator gone (EOF, with its SIGTERM close behind: PDEATHSIG) or
             # a SIGTERM unwinding us: from here a SIGTERM would cut the closing short and leave

@@ -1,0 +1,229 @@
+"""`arena serve`: one command, one data folder.
+
+What runs, and as whom (docs/serve.md says it for organizers):
+
+1. As the user who typed the command (root, for strict): the data folder and the
+   organizer token are made, the listening socket is bound, and the game host
+   (:mod:`arena.serve.host`) is started: it keeps those privileges, to start sandboxes.
+2. Then this process drops to ``--user`` (default ``nobody`` when run as root), before
+   the HTTP server reads a single request, and serves the API and pages with uvicorn. It
+   alone writes the database.
+
+``DIR`` holds ``organizer.token`` (0600), ``results/`` (the database: a results folder
+that `arena ratings` and `arena report` read), ``versions/`` (the uploaded sources) and
+``host/`` (root's: the copies, builds and logs of the bots, 0700).
+"""
+
+from __future__ import annotations
+
+import grp
+import logging
+import os
+import pwd
+import socket
+import stat
+from pathlib import Path
+from typing import Any
+
+import click
+
+from arena.errors import ArenaError, ConfigError
+from arena.serve.service import Arena, Options, host_folder, results_folder, start_host
+from arena.serve.store import hash_token, new_token
+
+log = logging.getLogger(__name__)
+
+TOKEN_FILE = "organizer.token"
+DEFAULT_USER = "nobody"
+
+
+def prepare_folder(data: Path, owner: tuple[int, int] | None) -> None:
+    """Make ``DIR`` and its parts; the web user owns ``results/`` and ``versions/``."""
+    if data.exists() and not data.is_dir():
+        raise ConfigError(f"--data {data}: not a folder")
+    data.mkdir(parents=True, exist_ok=True)
+    for part in ("results", "versions"):
+        (data / part).mkdir(exist_ok=True)
+    host = host_folder(data)
+    host.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(host, 0o700)
+    if owner is not None:
+        os.chmod(data, 0o755)
+        for folder in (results_folder(data), data / "versions"):
+            for root, dirs, files in os.walk(folder):
+                for name in [*dirs, *files]:
+                    os.lchown(os.path.join(root, name), *owner)
+            os.lchown(folder, *owner)
+
+
+def organizer_token(data: Path) -> tuple[str, str | None]:
+    """The organizer token's hash, and the token itself when it was made now (to print once)."""
+    path = data / TOKEN_FILE
+    if path.is_symlink():
+        raise ConfigError(f"{path}: a symbolic link; remove it (a new token is made)")
+    if path.exists():
+        info = path.stat()
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            os.chmod(path, 0o600)
+        token = path.read_text(errors="replace").strip()
+        if not token.startswith("pwa_"):
+            raise ConfigError(
+                f"{path}: does not hold an arena token (pwa_...); remove it to have a new one made"
+            )
+        return hash_token(token), None
+    token = new_token()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token + "\n")
+    return hash_token(token), token
+
+
+def web_user(name: str | None) -> tuple[int, int] | None:
+    """The (uid, gid) the web process drops to; None when not root (it already is not)."""
+    if os.geteuid() != 0:
+        if name not in (None, pwd.getpwuid(os.geteuid()).pw_name):
+            raise ConfigError(
+                "--user: only root can switch to another user (start arena serve as root, or "
+                "leave --user out)"
+            )
+        return None
+    name = name or DEFAULT_USER
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise ConfigError(f"--user {name}: no such user (create one: useradd --system arena)") from None
+    if entry.pw_uid == 0:
+        raise ConfigError(f"--user {name}: the web process never runs as root; name an unprivileged user")
+    return entry.pw_uid, entry.pw_gid
+
+
+def drop_privileges(owner: tuple[int, int]) -> None:
+    uid, gid = owner
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    try:
+        os.setuid(0)
+    except PermissionError:
+        return
+    raise ArenaError("could not drop root privileges")  # pragma: no cover
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    sock.set_inheritable(False)
+    return sock
+
+
+class _Late:
+    """The ASGI app, set once the web process has dropped its privileges: uvicorn's own
+    set-up (its protocol modules) is done before, while every file is still readable."""
+
+    app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
+PRELOAD = (
+    "scipy.sparse.csgraph",
+    "arena.report.stats",
+    "arena.records",
+    "arena.bots.manifest",
+    "arena.serve.app",
+    "arena.serve.archive",
+    "fastapi",
+    "python_multipart",
+    "jinja2",
+    "tarfile",
+    "zipfile",
+    "sqlite3",
+    "email.utils",
+)
+
+
+def preload() -> None:
+    """Import what the web process uses later, while it may still read every file: an
+    interpreter installed in a folder only root can read (pyenv in /root) gives the
+    unprivileged user no standard library at all."""
+    import importlib
+
+    for module in PRELOAD:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
+    """Run the arena until interrupted (SIGINT or SIGTERM)."""
+    import uvicorn
+
+    from arena.launch.launcher import Launcher
+    from arena.serve.app import BodyLimit, Events, create_app
+
+    owner = web_user(user)
+    data = options.data.resolve()
+    options.data = data
+    if options.sandbox == "strict" and not options.dask:
+        Launcher.for_level("strict").check()  # says why strict cannot be had here, before anything starts
+    prepare_folder(data, owner)
+    organizer_hash, fresh = organizer_token(data)
+    sock = bind(host, port)
+    game_host = start_host(options)
+    late = _Late()
+    config = uvicorn.Config(
+        late,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        limit_concurrency=2000,
+        server_header=False,
+    )
+    config.load()
+    preload()
+    if owner is not None:
+        drop_privileges(owner)
+    events = Events()
+    try:
+        arena = Arena(options, publish=events.publish)
+    except BaseException:
+        game_host.kill()
+        raise
+    try:
+        if fresh:
+            click.echo(f"organizer token (shown once; also in {data / TOKEN_FILE}, mode 0600):\n  {fresh}")
+        else:
+            click.echo(f"organizer token: in {data / TOKEN_FILE}")
+        who = pwd.getpwuid(os.geteuid()).pw_name
+        click.echo(
+            f"arena: http://{host}:{port}/ (API docs at /api/docs), data in {data}, web process as "
+            f"{who} ({grp.getgrgid(os.getegid()).gr_name}), sandbox {options.sandbox}"
+        )
+        arena.start(game_host)
+        late.app = BodyLimit(
+            create_app(
+                arena,
+                events,
+                uploads_per_hour=options.uploads_per_hour,
+                max_upload_bytes=options.max_upload_bytes,
+                organizer_hash=organizer_hash,
+            ),
+            options.max_upload_bytes,
+        )
+        server = uvicorn.Server(config)
+        server.run(sockets=[sock])
+    finally:
+        arena.close()
+
+
+__all__ = ["serve"]
