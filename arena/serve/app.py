@@ -9,6 +9,7 @@ a one-line ``detail``; nothing ever answers with a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -150,7 +151,13 @@ def create_app(
     max_upload_bytes: int = 20 << 20,
     organizer_hash: str = "",
 ) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        events.loop = asyncio.get_running_loop()  # events published from threads are delivered on it
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="patchwork-arena",
         docs_url="/api/docs",
         openapi_url="/api/openapi.json",
@@ -160,10 +167,6 @@ def create_app(
     app.state.arena = arena
     app.state.events = events
     limits = Limits(max_bytes=max_upload_bytes)
-
-    @app.on_event("startup")
-    async def _loop() -> None:
-        events.loop = asyncio.get_running_loop()
 
     # ------------------------------------------------------------------ errors
     @app.exception_handler(Refused)

@@ -183,10 +183,10 @@ def _tar_entries(data: bytes, limits: Limits) -> list[tuple[str, str, _Opener | 
                     if member.issym()
                     else "a hard link"
                     if member.islnk()
-                    else "a device node"
-                    if member.isdev()
                     else "a FIFO"
                     if member.isfifo()
+                    else "a device node"
+                    if member.isdev()
                     else "a special file"
                 )
                 raise ArchiveError(
@@ -212,7 +212,7 @@ def _zip_entries(data: bytes, limits: Limits) -> list[tuple[str, str, _Opener | 
             if name:
                 out.append((name, "dir", None))
             continue
-        if mode and not (stat.S_ISREG(mode)):
+        if stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # no type bits: a plain file (zip's default)
             kind = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
             raise ArchiveError(f"archive member {shown(name)} is {kind}: only files and folders are taken")
 

@@ -3,9 +3,9 @@
 Each pairing is picked for what it teaches, inside hard bounds, and comes with the reason
 it was picked (the pairing log shows it):
 
-1. **Nobody starves.** A version that has not been in any of the last ``wait_bound``
-   pairings (default: as many as there are versions, twice the average wait) plays now,
-   against its most informative opponent.
+1. **Nobody starves.** No version goes ``wait_bound`` pairings without a game (default:
+   as many pairings as there are versions, twice the average wait): from half that, the
+   longest-waiting versions play first, two of them together when two wait.
 2. **New versions are placed.** A version with fewer than ``placement_games`` pairings
    plays next, against opponents spread over the rating range (median, bottom, top,
    quartiles, in turn), so its first games already span the ladder.
@@ -77,16 +77,22 @@ def choose(
         return None
     bound = wait_bound if wait_bound is not None else max(2, len(entrants))
     by_label = {e.label: e for e in entrants}
-    starving = [e for e in entrants if waited.get(e.label, 0) >= bound]
+    # Served from half the bound on, the longest-waiting first and two at a time when two
+    # wait: so nobody reaches the bound itself (the tests check it over long runs).
+    starving = sorted(
+        (e for e in entrants if waited.get(e.label, 0) >= bound // 2),
+        key=lambda e: (-waited.get(e.label, 0), e.pairings, e.label),
+    )
     if starving:
-        first = max(starving, key=lambda e: (waited.get(e.label, 0), -e.pairings, e.label))
-        other = _best_opponent(first, entrants, met, rng)
+        first = starving[0]
+        others = [e for e in starving[1:] if _may_meet(first, e, met)]
+        other = others[0] if others else _best_opponent(first, entrants, met, rng)
         return _seated(
             first,
             other,
             rng,
             f"{first.label} waited {waited.get(first.label, 0)} pairings "
-            f"(bound {bound}); opponent by match quality",
+            f"(served from {bound // 2}, bound {bound})",
         )
     placing = [e for e in entrants if e.pairings < placement_games]
     if placing:

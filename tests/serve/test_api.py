@@ -1,0 +1,205 @@
+"""The JSON API at its edge, in-process (FastAPI's TestClient over the real app and a real
+SQLite data folder; no game host: versions stay queued). The end-to-end run with a real
+uvicorn, real sandboxed bots and kill -9 is tests/serve/test_serve_e2e.py."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from arena.serve.app import BodyLimit, Events, create_app
+from arena.serve.service import Arena, Options
+from arena.serve.store import hash_token
+
+ORGANIZER = "pwa_organizer-token-for-tests"
+
+
+def archive(name: str, extra: dict[str, bytes] | None = None, *, manifest_name: str | None = None) -> bytes:
+    files = {
+        "bot.toml": f'name = "{manifest_name or name}"\ncommand = ["python3", "bot.py"]\n'
+        f'protocol = "stdio"\n'.encode(),
+        "bot.py": b"import sys\n",
+        **(extra or {}),
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[TestClient, Arena]]:
+    arena = Arena(Options(data=tmp_path, sandbox="none", house_bots=("random",)))
+    app = create_app(
+        arena, Events(), uploads_per_hour=3, max_upload_bytes=50_000, organizer_hash=hash_token(ORGANIZER)
+    )
+    with TestClient(BodyLimit(app, 50_000)) as client:
+        yield client, arena
+    arena.close()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def add_author(client: TestClient, name: str) -> str:
+    answer = client.post("/api/authors", json={"name": name}, headers=bearer(ORGANIZER))
+    assert answer.status_code == 201, answer.text
+    token = answer.json()["token"]
+    assert token.startswith("pwa_")
+    return token
+
+
+def upload(client: TestClient, token: str | None, name: str, data: bytes):  # type: ignore[no-untyped-def]
+    return client.post(
+        f"/api/bots/{name}/versions",
+        files={"archive": ("b.tar.gz", data)},
+        headers=bearer(token) if token else {},
+    )
+
+
+def test_tokens_are_stored_hashed_and_checked(api: tuple[TestClient, Arena], tmp_path: Path) -> None:
+    client, arena = api
+    alice = add_author(client, "alice")
+    stored = b"".join(path.read_bytes() for path in (tmp_path / "results").iterdir() if path.is_file())
+    assert alice.encode() not in stored and hash_token(alice).encode() in stored
+    assert upload(client, None, "ab", archive("ab")).status_code == 401
+    bad = upload(client, "pwa_nope", "ab", archive("ab"))
+    assert bad.status_code == 401 and bad.json()["detail"] == "unknown or revoked token"
+    assert client.get("/api/me", headers={"Authorization": "Basic x"}).status_code == 401
+    assert client.get("/api/me", headers=bearer(alice)).json()["name"] == "alice"
+    # only the organizer adds authors; an author's token is refused there
+    assert client.post("/api/authors", json={"name": "eve"}, headers=bearer(alice)).status_code == 403
+    assert client.post("/api/authors/alice/revoke", headers=bearer(ORGANIZER)).status_code == 200
+    assert client.get("/api/me", headers=bearer(alice)).status_code == 401
+
+
+def test_a_token_in_a_url_is_refused(api: tuple[TestClient, Arena]) -> None:
+    client, _ = api
+    answer = client.get(f"/api/leaderboard?token={ORGANIZER}")
+    assert answer.status_code == 400 and "Authorization header" in answer.json()["detail"]
+
+
+def test_upload_numbers_versions_and_refuses_repeats(api: tuple[TestClient, Arena]) -> None:
+    client, arena = api
+    alice = add_author(client, "alice")
+    first = upload(client, alice, "mybot", archive("mybot"))
+    assert first.status_code == 201, first.text
+    assert first.json()["number"] == 1 and first.json()["state"] == "queued"
+    again = upload(client, alice, "mybot", archive("mybot"))
+    assert again.status_code == 409 and "identical to version 1" in again.json()["detail"]
+    second = upload(client, alice, "mybot", archive("mybot", {"more.txt": b"2"}))
+    assert second.json()["number"] == 2
+    bot = client.get("/api/bots/mybot").json()
+    assert [(v["number"], v["state"]) for v in bot["versions"]] == [(1, "queued"), (2, "queued")]
+    assert client.get(f"/api/versions/{first.json()['id']}").json()["number"] == 1
+
+
+def test_a_name_belongs_to_its_first_author(api: tuple[TestClient, Arena]) -> None:
+    client, _ = api
+    alice, bob = add_author(client, "alice"), add_author(client, "bob")
+    assert upload(client, alice, "taken", archive("taken")).status_code == 201
+    refused = upload(client, bob, "taken", archive("taken", {"x": b"1"}))
+    assert refused.status_code == 403 and "another author" in refused.json()["detail"]
+    assert upload(client, bob, "TAKEN", archive("TAKEN")).status_code == 403  # in any case
+    # and the house bots' names too
+    assert upload(client, bob, "random", archive("random")).status_code == 403
+    active = client.put("/api/bots/taken/active", json={"version": 1}, headers=bearer(bob))
+    assert active.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "status", "words"),
+    [
+        ("evil", None, 400, "'..' leads outside"),
+        ("ok-name", archive("other"), 400, "bot.toml names the bot 'other'"),
+        ("bad name", archive("x"), 400, "bot name"),
+        ("sneaky.v2", archive("sneaky.v2"), 400, "not ending in .v"),
+        ("nomanifest", b"PK\x05\x06" + b"\0" * 18, 400, "holds no file"),
+    ],
+)
+def test_bad_uploads_get_one_line(
+    api: tuple[TestClient, Arena], name: str, data: bytes | None, status: int, words: str
+) -> None:
+    client, _ = api
+    alice = add_author(client, "alice")
+    if data is None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            info = tarfile.TarInfo("../escape")
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"x"))
+        data = buffer.getvalue()
+    answer = upload(client, alice, name, data)
+    assert answer.status_code == status, answer.text
+    detail = answer.json()["detail"]
+    assert words in detail and "\n" not in detail and "Traceback" not in detail
+
+
+def test_too_large_is_413_and_the_quota_is_429_with_retry_after(api: tuple[TestClient, Arena]) -> None:
+    client, _ = api
+    alice = add_author(client, "alice")
+    big = upload(client, alice, "big", archive("big", {"blob": os.urandom(80_000)}))
+    assert big.status_code == 413
+    left = client.get("/api/me", headers=bearer(alice)).json()["quota"]["uploads_left"]
+    assert left == 3
+    for i in range(3):
+        assert upload(client, alice, "q", archive("q", {"n": str(i).encode()})).status_code == 201
+    assert client.get("/api/me", headers=bearer(alice)).json()["quota"]["uploads_left"] == 0
+    over = upload(client, alice, "q", archive("q", {"n": b"9"}))
+    assert over.status_code == 429 and 3000 <= int(over.headers["Retry-After"]) <= 3600
+    assert "quota" in over.json()["detail"]
+
+
+def test_check_reports_are_their_authors_alone(api: tuple[TestClient, Arena]) -> None:
+    client, arena = api
+    alice, bob = add_author(client, "alice"), add_author(client, "bob")
+    version_id = upload(client, alice, "secret", archive("secret")).json()["id"]
+    arena._on_checked(
+        {
+            "version": version_id,
+            "ok": False,
+            "lines": ["x"],
+            "problems": ["it crashed: SECRET-LOG"],
+            "warnings": [],
+            "log": "SECRET-LOG line",
+        }
+    )
+    mine = client.get(f"/api/versions/{version_id}", headers=bearer(alice)).json()
+    assert mine["state"] == "rejected" and "SECRET-LOG" in mine["report"]["log"]
+    for headers in ({}, bearer(bob)):
+        seen = client.get(f"/api/versions/{version_id}", headers=headers).json()
+        assert "report" not in seen
+        assert "SECRET-LOG line" not in client.get("/api/bots/secret", headers=headers).text
+    assert "report" in client.get(f"/api/versions/{version_id}", headers=bearer(ORGANIZER)).json()
+
+
+def test_errors_are_json_with_one_line(api: tuple[TestClient, Arena]) -> None:
+    client, _ = api
+    assert client.get("/api/bots/nobody-here").json() == {"detail": "no bot named 'nobody-here'"}
+    assert client.get("/api/games?limit=0").status_code == 422
+    invalid = client.get("/api/versions/notanumber")
+    assert invalid.status_code == 422 and isinstance(invalid.json()["detail"], str)
+    assert client.get("/api/games/nope").status_code == 404
+    assert client.post("/api/ladder/pause").status_code == 401
+    assert client.get("/api/docs").status_code == 200
+    assert client.get("/api/openapi.json").json()["paths"]["/api/leaderboard"]
+
+
+def test_the_organizer_pauses_and_quarantines(api: tuple[TestClient, Arena]) -> None:
+    client, arena = api
+    assert client.post("/api/ladder/pause", headers=bearer(ORGANIZER)).json() == {"paused": True}
+    assert client.get("/api/ladder").json()["paused"] is True and arena.paused
+    assert client.post("/api/ladder/resume", headers=bearer(ORGANIZER)).json() == {"paused": False}
+    assert client.post("/api/bots/random/quarantine", headers=bearer(ORGANIZER)).status_code == 200
+    assert client.get("/api/bots/random").json()["quarantined"] is True
+    assert [row["bot"] for row in client.get("/api/leaderboard").json()] == []
