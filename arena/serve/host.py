@@ -105,6 +105,9 @@ class Host:
         self.runs.put(None)
         self.replies.put(None)
         self.checks.put(None)
+        # The web process is gone or closing: games in flight are abandoned, not waited for
+        # (the main thread unwinds on SIGTERM and closes every worker and bot).
+        os.kill(os.getpid(), signal.SIGTERM)
 
     # ------------------------------------------------------------------ folders
     def bot_folder(self, label: str, folder: str) -> Path:

@@ -97,6 +97,23 @@ def web_user(name: str | None) -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
+def closed_to(path: Path, owner: tuple[int, int]) -> Path | None:
+    """The first folder on the way to ``path`` that the user ``owner`` may not pass, or None."""
+    uid, gid = owner
+    for folder in [*reversed(path.parents), path]:
+        try:
+            info = folder.stat()
+        except FileNotFoundError:
+            return None  # made by us, 0755
+        except OSError:
+            return folder
+        mode = info.st_mode
+        bit = stat.S_IXUSR if info.st_uid == uid else stat.S_IXGRP if info.st_gid == gid else stat.S_IXOTH
+        if not mode & bit:
+            return folder
+    return None
+
+
 def drop_privileges(owner: tuple[int, int]) -> None:
     uid, gid = owner
     os.setgroups([])
@@ -175,6 +192,14 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
     options.data = data
     if options.sandbox == "strict" and not options.dask:
         Launcher.for_level("strict").check()  # says why strict cannot be had here, before anything starts
+    if owner is not None:
+        closed = closed_to(data, owner)
+        if closed is not None:
+            name = pwd.getpwuid(owner[0]).pw_name
+            raise ConfigError(
+                f"--data {data}: the web process runs as {name}, and {closed} (mode "
+                f"{stat.S_IMODE(closed.stat().st_mode):o}) is closed to it: choose a data folder it can reach "
+                f"(e.g. /srv/arena), or another --user")
     prepare_folder(data, owner)
     organizer_hash, fresh = organizer_token(data)
     sock = bind(host, port)
@@ -197,7 +222,8 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
     try:
         arena = Arena(options, publish=events.publish)
     except BaseException:
-        game_host.kill()
+        if game_host.stdin is not None:
+            game_host.stdin.close()  # the host (root's: no signal from us now) leaves on EOF
         raise
     try:
         if fresh:

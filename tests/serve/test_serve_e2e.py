@@ -1,0 +1,267 @@
+"""`arena serve` end to end, as an organizer and three authors use it: a real server (uvicorn
+on loopback, its own game host, strict sandboxes), the CLI and raw HTTP through httpx, and a
+kill -9 of the server in the middle of the ladder."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers import ARENA_ARGV, MISBEHAVE, arena, needs_strict
+
+pytestmark = [pytest.mark.slow, needs_strict]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    def __init__(self, data: Path, *extra: str) -> None:
+        self.data = data
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = [
+            "serve",
+            "--data",
+            str(data),
+            "--port",
+            str(self.port),
+            "--time-per-move",
+            "300",
+            "--concurrency",
+            "2",
+            *extra,
+        ]
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        self.log = open(self.data.parent / f"serve-{self.port}.log", "a")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [*ARENA_ARGV, *self.args],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/api/ladder", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            assert self.process.poll() is None, (self.data.parent / f"serve-{self.port}.log").read_text()
+            time.sleep(0.2)
+        raise AssertionError("arena serve did not answer within 60 s")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(30)
+        self.log.close()
+
+    def get(self, path: str, token: str | None = None) -> httpx.Response:
+        return httpx.get(self.url + path, headers=auth(token), timeout=30)
+
+
+def auth(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def bot_folder(root: Path, name: str, command: list[str], files: dict[str, str] | None = None) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    quoted = ", ".join(f'"{part}"' for part in command)
+    (folder / "bot.toml").write_text(f'name = "{name}"\ncommand = [{quoted}]\nprotocol = "stdio"\n')
+    for file, text in (files or {}).items():
+        (folder / file).write_text(text)
+    return folder
+
+
+def python_bot(root: Path, name: str) -> Path:
+    result = arena("new-bot", str(root / name), "--lang", "python", "--name", name)
+    assert result.returncode == 0, result.stderr
+    return root / name
+
+
+def leftovers(data: Path) -> list[str]:
+    """Processes that still mention the data folder (the host, workers, checks, sandboxed bots)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(data) in args:
+            found.append(f"{pid}: {args[:200]}")
+    return found
+
+
+def game_count(server: Server) -> int:
+    return int(server.get("/api/ladder").json()["games"])
+
+
+@pytest.fixture
+def data() -> Iterator[Path]:
+    """A data folder the web process (nobody, once it drops root) can reach: pytest's own
+    temporary folders are root's alone (0700)."""
+    root = Path(tempfile.mkdtemp(prefix="arena-serve-test-"))
+    root.chmod(0o755)
+    folder = root / "arena"
+    yield folder
+    for line in leftovers(folder):  # never leave a server behind, whatever failed
+        os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) -> None:
+    server = Server(data, "--uploads-per-hour", "4")
+    server.start()
+    try:
+        token_file = data / "organizer.token"
+        assert os.stat(token_file).st_mode & 0o777 == 0o600
+        organizer = token_file.read_text().strip()
+        tokens = {}
+        for name in ("alice", "bob", "carol"):
+            added = arena("author", "add", name, "--server", server.url, "--token-file", str(token_file))
+            assert added.returncode == 0, added.stderr
+            tokens[name] = added.stdout.split()[-1]
+            assert tokens[name].startswith("pwa_")
+        bots = tmp_path / "bots"
+
+        def upload(who: str, folder: Path) -> subprocess.CompletedProcess[str]:
+            return arena(
+                "upload", str(folder), "--server", server.url, "--wait", env={"ARENA_TOKEN": tokens[who]}
+            )
+
+        # two good bots
+        alpha = python_bot(bots, "alpha")
+        for who, folder in (("alice", alpha), ("bob", python_bot(bots, "beta"))):
+            done = upload(who, folder)
+            assert done.returncode == 0 and "active" in done.stdout, done.stdout + done.stderr
+        # one that crashes at start: rejected, with the cause
+        crasher = bot_folder(bots, "crasher", ["python3", "misbehave.py", "exit_at_start", "stdio"])
+        shutil.copy(MISBEHAVE, crasher)
+        refused = upload("carol", crasher)
+        assert refused.returncode == 1 and "rejected" in refused.stdout and "exit" in refused.stdout
+        # one hostile version: a fork bomb right after its hello; contained, and the ladder goes on
+        hostile = bot_folder(bots, "bomber", ["python3", "misbehave.py", "fork_bomb", "stdio"])
+        shutil.copy(MISBEHAVE, hostile)
+        hostile_done = upload("carol", hostile)
+        assert "active" in hostile_done.stdout or "rejected" in hostile_done.stdout, hostile_done.stdout
+        # an archive with ../ in a path: refused before anything is written
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            for path, text in (
+                ("bot.toml", 'name = "sly"\ncommand = ["x"]\nprotocol = "stdio"\n'),
+                ("../../escaped.txt", "x"),
+            ):
+                info = tarfile.TarInfo(path)
+                info.size = len(text)
+                tar.addfile(info, io.BytesIO(text.encode()))
+        sly = httpx.post(
+            f"{server.url}/api/bots/sly/versions",
+            headers=auth(tokens["carol"]),
+            files={"archive": ("sly.tar.gz", buffer.getvalue())},
+            timeout=30,
+        )
+        assert sly.status_code == 400 and "'..'" in sly.json()["detail"]
+        assert not any(p.name == "escaped.txt" for p in tmp_path.rglob("escaped.txt"))
+        # a name owned by another author: 403
+        theirs = upload("bob", alpha)
+        assert theirs.returncode == 1 and "403" in theirs.stderr and "another author" in theirs.stderr
+
+        # 401 without or with a bad token, 403 on another's bot, 429 past the quota (carol: 4 an hour)
+        assert httpx.post(f"{server.url}/api/bots/x/versions", timeout=10).status_code == 401
+        assert server.get("/api/me", "pwa_forged").status_code == 401
+        other = httpx.put(
+            f"{server.url}/api/bots/alpha/active",
+            json={"version": 1},
+            headers=auth(tokens["bob"]),
+            timeout=10,
+        )
+        assert other.status_code == 403
+        answers = []
+        for attempt in range(3):
+            extra = bot_folder(
+                bots / f"q{attempt}", "quota", ["python3", "bot.py"], {"bot.py": f"# {attempt}\n"}
+            )
+            answers.append(
+                arena("upload", str(extra), "--server", server.url, env={"ARENA_TOKEN": tokens["carol"]})
+            )
+        assert "429" in answers[-1].stderr and "retry after" in answers[-1].stderr, [
+            a.stderr for a in answers
+        ]
+
+        # at least 10 ladder games stored within a minute
+        deadline = time.monotonic() + 60
+        while game_count(server) < 10 and time.monotonic() < deadline:
+            time.sleep(1)
+        assert game_count(server) >= 10
+        board = server.get("/api/leaderboard").json()
+        assert {"alpha", "beta", "random", "greedy"} <= {row["bot"] for row in board}
+        assert all(row["games"] > 0 for row in board if row["bot"] in ("random", "greedy"))
+        games = server.get("/api/games?limit=1000").json()
+        assert games and {"id", "state", "players", "result"} <= set(games[0])
+        finished = [g for g in games if g["state"] == "finished"]
+        record = server.get(f"/api/games/{finished[0]['id']}").json()
+        assert record["moves"] and record["result"]["reason"]
+
+        # a second version of alpha becomes the one that plays; the first keeps its games
+        (alpha / "bot.py").write_text((alpha / "bot.py").read_text() + "\n# version 2\n")
+        second = upload("alice", alpha)
+        assert second.returncode == 0 and "version 2: active" in second.stdout, second.stdout
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            info = server.get("/api/bots/alpha").json()
+            counts = {v["number"]: v["games"] for v in info["versions"]}
+            if info["playing_version"] == 2 and counts.get(2, 0) > 0:
+                break
+            time.sleep(1)
+        assert info["playing_version"] == 2 and counts[1] > 0 and counts[2] > 0, info
+        status = arena("status", "--server", server.url, env={"ARENA_TOKEN": tokens["alice"]})
+        assert "alpha: version 2 plays" in status.stdout and "v1  active" in status.stdout
+
+        # kill -9 mid-ladder: nothing stored is lost, nothing is left running, a restart resumes
+        before = game_count(server)
+        assert server.get("/api/ladder").json()["running"] >= 0
+        assert server.process is not None
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait(10)
+        deadline = time.monotonic() + 20
+        while leftovers(data) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert leftovers(data) == []
+        server.log.close()
+        server.start()
+        after = game_count(server)
+        assert after >= before
+        ids = [g["id"] for g in server.get("/api/games?limit=10000").json() if g["state"] == "finished"]
+        assert len(ids) == len(set(ids)) == after
+        deadline = time.monotonic() + 30
+        while game_count(server) <= after and time.monotonic() < deadline:
+            time.sleep(1)
+        assert game_count(server) > after  # the ladder plays on
+        assert server.get("/api/me", organizer).json()["organizer"] is True
+    finally:
+        server.stop()
+    assert leftovers(data) == []
+    ratings = arena("ratings", str(data / "results"))
+    assert ratings.returncode == 0 and "alpha.v2" in ratings.stdout, ratings.stderr
