@@ -198,8 +198,8 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
             name = pwd.getpwuid(owner[0]).pw_name
             raise ConfigError(
                 f"--data {data}: the web process runs as {name}, and {closed} (mode "
-                f"{stat.S_IMODE(closed.stat().st_mode):o}) is closed to it: choose a data folder it can reach "
-                f"(e.g. /srv/arena), or another --user")
+                f"{stat.S_IMODE(closed.stat().st_mode):o}) is closed to it: choose a data folder it can "
+                "reach (e.g. /srv/arena), or another --user")
     prepare_folder(data, owner)
     organizer_hash, fresh = organizer_token(data)
     sock = bind(host, port)
