@@ -1,7 +1,7 @@
 """`make bench`: performance figures, printed (never asserted by a timed test).
 
 Run as ``python -m arena.bench [section ...] [--quick]``; sections: engine, referee,
-tournament, sandbox, freeze, harness (default: all). ``--quick`` makes the harness section a
+tournament, sandbox, freeze, harness, serve (default: all). ``--quick`` makes the harness section a
 short smoke run (its figures are not meaningful).
 """
 
@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from arena.bench_harness import bench_harness
+from arena.bench_serve import bench_serve
 from arena.engine import GameState
 
 Section = Callable[[], None]
@@ -320,7 +321,7 @@ def _us(samples_ns: list[int]) -> str:
 
 SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
                                 "tournament": bench_tournament, "sandbox": bench_sandbox,
-                                "freeze": bench_freeze, "harness": bench_harness}
+                                "freeze": bench_freeze, "harness": bench_harness, "serve": bench_serve}
 
 
 def main(argv: list[str]) -> None:

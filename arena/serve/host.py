@@ -75,6 +75,7 @@ class Host:
         self.replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.checks: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.closing = False
+        self.stopped: set[Any] = set()  # runs told to stop: their games sent ahead are dropped
 
     # ------------------------------------------------------------------ messages
     def send(self, message: dict[str, Any]) -> None:
@@ -97,7 +98,10 @@ class Host:
                 continue
             if op == "run":
                 self.runs.put(message)
-            elif op in ("play", "stop"):
+            elif op == "stop":
+                self.stopped.add(message.get("epoch"))
+                self.replies.put(message)
+            elif op == "play":
                 self.replies.put(message)
             elif op == "check":
                 self.checks.put(message)
@@ -185,10 +189,12 @@ class Host:
 
             def wanted() -> Any:
                 known = set(labels)
-                while not self.closing:
-                    self.send({"op": "want", "epoch": epoch})
+                while not self.closing and epoch not in self.stopped:
+                    self.send({"op": "want", "epoch": epoch})  # a replacement for the game taken now
                     reply = self.replies.get()
-                    if reply is None or reply.get("op") != "play" or reply.get("epoch") != epoch:
+                    while reply is not None and reply.get("epoch") != epoch:  # a late one of an earlier run
+                        reply = self.replies.get()
+                    if reply is None or reply.get("op") != "play" or epoch in self.stopped:
                         return
                     game = reply.get("game") or {}
                     try:

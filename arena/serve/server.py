@@ -199,7 +199,8 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
             raise ConfigError(
                 f"--data {data}: the web process runs as {name}, and {closed} (mode "
                 f"{stat.S_IMODE(closed.stat().st_mode):o}) is closed to it: choose a data folder it can "
-                "reach (e.g. /srv/arena), or another --user")
+                "reach (e.g. /srv/arena), or another --user"
+            )
     prepare_folder(data, owner)
     organizer_hash, fresh = organizer_token(data)
     sock = bind(host, port)

@@ -97,6 +97,8 @@ class Arena:
         self.pairings_of: Counter[str] = Counter()
         self.pending: deque[GameSpec] = deque()
         self.live: dict[str, LiveGame] = {}
+        self.dispatched: dict[str, GameSpec] = {}  # sent to the host, no move made yet
+        self.run_authors: dict[str, str] = {}
         self.next_index = 0
         self.next_pair = 0
         self.epoch = 0
@@ -107,6 +109,7 @@ class Arena:
         self._host: subprocess.Popen[str] | None = None
         self._host_lock = threading.Lock()
         self._closing = False
+        self._paused = bool(self.store.setting("paused", False))
         self.games_stored = 0
         self._load()
 
@@ -234,6 +237,7 @@ class Arena:
             with self.lock:
                 self.run_epoch = None
                 self.run_labels = set()
+                self.dispatched.clear()
                 for game_id in list(self.live):
                     self.live.pop(game_id)
                     self.publish("game_ended", {"id": game_id, "state": "abandoned"})
@@ -267,6 +271,8 @@ class Arena:
             self.epoch += 1
             self.run_epoch = self.epoch
             self.run_labels = {v.label for v in playing}
+            authors = {b["name"]: b["author"] for b in self.store.bots()}
+            self.run_authors = {v.label: authors.get(v.bot, "?") for v in playing}
             self._send(
                 {
                     "op": "run",
@@ -274,25 +280,36 @@ class Arena:
                     "entrants": [{"label": v.label, "folder": v.folder} for v in playing],
                 }
             )
+            # Games go out ahead, one per worker: a worker that finishes takes its next game at
+            # once, and asks for a replacement (the answer is not on its path).
+            for _ in range(max(1, self.options.concurrency)):
+                self._send(self._next_game(self.epoch))
 
     def lineup_changed(self) -> None:
         """The playing versions changed: the running run ends (its games in flight finish)
         and a new one starts over the new set."""
         with self.lock:
-            self.epoch += 1
+            self._stop_run()
             if self.run_epoch is None:
                 self.maybe_start()
 
+    def _stop_run(self) -> None:
+        """No more game of the current run starts (those under way finish); the host ends it."""
+        self.epoch += 1
+        if self.run_epoch is not None:
+            self._send({"op": "stop", "epoch": self.run_epoch})
+
     @property
     def paused(self) -> bool:
-        return bool(self.store.setting("paused", False))
+        return self._paused
 
     def set_paused(self, paused: bool) -> None:
         self.store.set_setting("paused", paused)
+        self._paused = paused
         self.publish("ladder", {"paused": paused})
         if paused:
             with self.lock:
-                self.epoch += 1  # the next want gets stop
+                self._stop_run()
         else:
             self.maybe_start()
 
@@ -306,18 +323,15 @@ class Arena:
                     return self._dispatch(spec)
             labels = self.run_labels
             entrants = []
-            for version in self.playing():
-                if version.label not in labels:
-                    continue
-                rating = self.ratings.enter(version.label)
-                bot = self.store.bot(version.bot)
+            for label in sorted(labels):
+                rating = self.ratings.enter(label)
                 entrants.append(
                     Entrant(
-                        version.label,
-                        bot["author"] if bot else "?",
+                        label,
+                        self.run_authors.get(label, "?"),
                         rating.mu,
                         rating.sigma,
-                        self.pairings_of[version.label],
+                        self.pairings_of[label],
                     )
                 )
             choice = choose(entrants, self.met, self.waited, self.rng)
@@ -342,15 +356,20 @@ class Arena:
             return self._dispatch(first)
 
     def _dispatch(self, spec: GameSpec) -> dict[str, Any]:
-        self.live[spec.game_id] = LiveGame(spec, time.time())
-        self.publish("game_started", {"id": spec.game_id, "players": [spec.seat0, spec.seat1]})
+        self.dispatched[spec.game_id] = spec  # live from its first move
         return {"op": "play", "epoch": self.run_epoch, "game": vars(spec)}
 
     def _on_move(self, game_id: str, entry: dict[str, Any]) -> None:
+        if not isinstance(entry, dict):
+            return
         with self.lock:
             game = self.live.get(game_id)
-            if game is None or not isinstance(entry, dict):
-                return
+            if game is None:
+                spec = self.dispatched.pop(game_id, None)
+                if spec is None:
+                    return
+                game = self.live[game_id] = LiveGame(spec, time.time())
+                self.publish("game_started", {"id": game_id, "players": [spec.seat0, spec.seat1]})
             game.moves.append(entry)
             ply = len(game.moves)
         self.publish("move", {"id": game_id, "ply": ply, "move": entry})
@@ -370,6 +389,7 @@ class Arena:
         record = message.get("record")
         with self.lock:
             self.live.pop(spec.game_id, None)
+            self.dispatched.pop(spec.game_id, None)
         try:
             if not isinstance(record, dict):
                 raise ArenaError("the record is not an object")
