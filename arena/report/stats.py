@@ -198,6 +198,16 @@ def bradley_terry(games: pd.DataFrame, names: Iterable[str] = (), *, replicates:
     winners = np.where(games["winner"].astype("int64") == 0, games["seat0"], games["seat1"])
     losers = np.where(games["winner"].astype("int64") == 0, games["seat1"], games["seat0"])
     np.add.at(wins, ([index[w] for w in winners], [index[lo] for lo in losers]), 1)
+    return bradley_terry_wins(bots, wins, replicates=replicates, prior=prior, seed=seed)
+
+
+def bradley_terry_wins(bots: Sequence[str], wins: np.ndarray, *, replicates: int = 1000, prior: float = 1.0,
+                       seed: int = 0) -> BradleyTerry:
+    """:func:`bradley_terry` from the win counts alone: ``wins[i, j]`` games ``bots[i]`` won
+    against ``bots[j]`` (`arena serve` counts them in SQL, not game by game)."""
+    bots = list(bots)
+    index = {name: i for i, name in enumerate(bots)}
+    n = len(bots)
     played = wins + wins.T
     met = played > 0
     groups = _components(met)
@@ -225,12 +235,10 @@ def bradley_terry(games: pd.DataFrame, names: Iterable[str] = (), *, replicates:
     elo = point * ELO_PER_NAT
     samples *= ELO_PER_NAT
     sd = samples.std(axis=0, ddof=1) if replicates > 1 else np.full(n, np.nan)
-    sides = per_bot_games(games)
-    counts = sides.groupby("name").agg(games=("won", "size"), wins=("won", "sum"))
     table = pd.DataFrame({"name": bots, "elo": elo, "elo_sd": sd, "elo_low": elo - 1.96 * sd,
                           "elo_high": elo + 1.96 * sd,
-                          "games": [int(counts.loc[b, "games"]) for b in bots],
-                          "wins": [int(counts.loc[b, "wins"]) for b in bots]})
+                          "games": (wins + wins.T).sum(axis=1).astype("int64"),
+                          "wins": wins.sum(axis=1).astype("int64")})
     table = table.sort_values(["elo", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
     # Bots the fit cannot tell apart (the same Elo to a tenth: two copies of one bot with the same
     # record) share a rank, 1, 2, 2, 4: an organizer posting standings must not show an order there.

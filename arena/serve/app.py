@@ -250,8 +250,8 @@ def create_app(
 
     # ------------------------------------------------------------------ reading
     @app.get("/api/leaderboard", summary="The playing version of every bot, best first")
-    def leaderboard() -> list[dict[str, Any]]:
-        return arena.leaderboard()
+    def leaderboard() -> Response:
+        return Response(arena.leaderboard_json(), media_type="application/json")
 
     @app.get("/api/ladder", summary="The ladder's state: paused, frozen, games stored and running")
     def ladder() -> dict[str, Any]:

@@ -110,6 +110,7 @@ class Arena:
         self._host_lock = threading.Lock()
         self._closing = False
         self._paused = bool(self.store.setting("paused", False))
+        self._board: bytes | None = None
         self.games_stored = 0
         self._load()
 
@@ -117,21 +118,16 @@ class Arena:
     def _load(self) -> None:
         self.store.ensure_house()
         self._add_house_bots()
-        games = self.results.games_frame()
-        for idx, seat0, seat1, winner, reason, game_id, finished in zip(
-            games["idx"],
-            games["seat0"],
-            games["seat1"],
-            games["winner"],
-            games["reason"],
-            games["game_id"],
-            games["finished_at"],
-            strict=True,
+        # Game by game from a cursor, not a frame: memory stays flat whatever the games stored.
+        last = -1
+        for idx, seat0, seat1, winner, reason, game_id, finished in self.results.rows(
+            "SELECT idx, seat0, seat1, winner, reason, game_id, finished_at FROM games ORDER BY idx"
         ):
             self._rate(int(idx), seat0, seat1, int(winner), reason, game_id, finished)
             self.met[pair_key(seat0, seat1)] += 1
-        self.games_stored = len(games)
-        self.next_index = int(games["idx"].max()) + 1 if len(games) else 0
+            self.games_stored += 1
+            last = int(idx)
+        self.next_index = last + 1
         self.next_pair = self.next_index // 2 + 1
         for (a, b), count in self.met.items():
             self.pairings_of[a] += count // 2
@@ -465,6 +461,7 @@ class Arena:
     ) -> bool:
         moved = self.store.set_state(version.id, state, cause=cause, report=report, only_from=only_from)
         if moved:
+            self.changed()
             self.publish(
                 "version",
                 {
@@ -531,6 +528,7 @@ class Arena:
         """Pin ``number`` as the bot's playing version (None: the newest active plays)."""
         if number is None:
             self.store.pin_version(bot, None)
+            self.changed()
             self.lineup_changed()
             return None
         matches = [v for v in self.store.versions(bot=bot) if v.number == number]
@@ -540,6 +538,7 @@ class Arena:
         if version.state != "active":
             raise ValueError(f"version {number} of {bot} is {version.state}: only an active version can play")
         self.store.pin_version(bot, version.id)
+        self.changed()
         self.lineup_changed()
         self.publish(
             "version", {"id": version.id, "bot": bot, "number": number, "state": "active", "playing": True}
@@ -549,13 +548,18 @@ class Arena:
     def set_quarantined(self, bot: str, quarantined: bool) -> bool:
         done = self.store.set_quarantined(bot, quarantined)
         if done:
+            self.changed()
             self.lineup_changed()
             self.publish("bot", {"bot": bot, "quarantined": quarantined})
         return done
 
     # ------------------------------------------------------------------ reading
     def _refresh_elo(self) -> None:
-        from arena.report.stats import bradley_terry
+        """Bradley-Terry Elo from the games table (win counts by pair, in SQL), every few
+        seconds while games come in; the leaderboard shows the latest fit."""
+        import numpy as np
+
+        from arena.report.stats import bradley_terry_wins
 
         while not self._closing:
             time.sleep(BT_EVERY_S)
@@ -563,16 +567,38 @@ class Arena:
                 if self.games_stored == self._elo_games:
                     continue
                 count = self.games_stored
-                games = self.results.games_frame()
-                fit = bradley_terry(games, replicates=200)
-                table = fit.table
-                self.elo = {
-                    row.name: (float(row.elo), float(row.elo_low), float(row.elo_high))
-                    for row in table.itertuples()
-                }
+                counts = list(
+                    self.results.rows(
+                        "SELECT CASE winner WHEN 0 THEN seat0 ELSE seat1 END, "
+                        "CASE winner WHEN 0 THEN seat1 ELSE seat0 END, count(*) FROM games GROUP BY 1, 2"
+                    )
+                )
+                bots = sorted({row[0] for row in counts} | {row[1] for row in counts})
+                index = {name: i for i, name in enumerate(bots)}
+                wins = np.zeros((len(bots), len(bots)))
+                for winner, loser, number in counts:
+                    wins[index[winner], index[loser]] = number
+                if len(bots) >= 2:
+                    table = bradley_terry_wins(bots, wins, replicates=200).table
+                    self.elo = {
+                        row.name: (float(row.elo), float(row.elo_low), float(row.elo_high))
+                        for row in table.itertuples()
+                    }
                 self._elo_games = count
+                self.changed()
             except Exception:
                 log.exception("the Bradley-Terry fit failed once")
+
+    def changed(self) -> None:
+        """Something the leaderboard shows has changed: it is built again on its next request."""
+        self._board = None
+
+    def leaderboard_json(self) -> bytes:
+        """The leaderboard as JSON bytes, built once per change (not per request)."""
+        board = self._board
+        if board is None:
+            board = self._board = json.dumps(self.leaderboard(), separators=(",", ":")).encode()
+        return board
 
     def leaderboard(self) -> list[dict[str, Any]]:
         frozen = self.store.setting("frozen_board")
@@ -613,9 +639,11 @@ class Arena:
         return rows
 
     def freeze(self, frozen: bool) -> None:
+        self.changed()
         self.store.set_setting("frozen_board", None)
         if frozen:
             self.store.set_setting("frozen_board", self.leaderboard())
+        self.changed()
         self.publish("ladder", {"frozen": frozen})
 
     def export(self) -> Path:

@@ -452,6 +452,17 @@ class ResultStore:
             except sqlite3.Error as exc:
                 raise self._read_error(exc) from None
 
+    def rows(self, sql: str, args: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of a read-only query, one at a time, on a connection of their own (a long
+        read never holds the writer's lock)."""
+        conn = self._connect(readonly=True)
+        try:
+            yield from conn.execute(sql, args)
+        except sqlite3.Error as exc:
+            raise self._read_error(exc) from None
+        finally:
+            conn.close()
+
     def record(self, game_id: str) -> dict[str, Any] | None:
         """One stored game's record, or None."""
         with self._mutex:
