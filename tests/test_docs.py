@@ -1,0 +1,63 @@
+"""The docs kept true by tests (in the style of sqlite-utils): every command and option of
+`arena` is documented, and every endpoint of `arena serve` is in docs/serve.md."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from arena.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def docs_text() -> str:
+    return "\n".join(path.read_text() for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+
+
+def commands(group: click.Group, prefix: str = "arena") -> Iterator[tuple[str, click.Command]]:
+    for name, command in sorted(group.commands.items()):
+        path = f"{prefix} {name}"
+        yield path, command
+        if isinstance(command, click.Group):
+            yield from commands(command, path)
+
+
+def test_every_command_and_option_is_documented() -> None:
+    text = docs_text()
+    missing = []
+    for path, command in commands(main):
+        if f"`{path}" not in text:
+            missing.append(path)
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                flags = [f for f in param.opts if f.startswith("--") and f != "--help"]
+                if flags and not any(flag in text for flag in flags):
+                    missing.append(f"{path} {flags[0]}")
+    assert missing == [], f"undocumented in README.md or docs/*.md: {missing}"
+
+
+def test_every_endpoint_of_serve_is_in_its_docs(tmp_path: Path) -> None:
+    from arena.serve.app import Events, create_app
+    from arena.serve.service import Arena, Options
+
+    arena = Arena(Options(data=tmp_path, sandbox="none", house_bots=()))
+    try:
+        app = create_app(arena, Events())
+        def plain(path: str) -> str:
+            return re.sub(r"\{[^}]*\}", "{}", path)
+
+        text = plain((REPO / "docs" / "serve.md").read_text())
+        paths = {route.path for route in app.routes if route.path.startswith("/api/")  # type: ignore[attr-defined]
+                 and route.path not in ("/api/docs", "/api/openapi.json", "/api/docs/oauth2-redirect")}  # type: ignore[attr-defined]
+        documented = set(re.findall(r"`(?:GET|POST|PUT|DELETE) (/api/[^`?]*)", text))
+        for row in re.findall(r"`(?:GET|POST|PUT|DELETE) (/api/[^`?]*)`((?:, `/[a-z]+`)*)", text):
+            base = row[0].rsplit("/", 1)[0]
+            documented |= {f"{base}{suffix}" for suffix in re.findall(r"`(/[a-z]+)`", row[1])}
+        missing = sorted(p for p in paths if plain(p) not in documented)
+        assert missing == []
+    finally:
+        arena.close()
