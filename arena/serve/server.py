@@ -38,18 +38,18 @@ DEFAULT_USER = "nobody"
 
 
 def prepare_folder(data: Path, owner: tuple[int, int] | None) -> None:
-    """Make ``DIR`` and its parts; the web user owns ``results/`` and ``versions/``."""
+    """Make ``DIR`` and its parts; the web user owns ``results/``, ``versions/`` and ``exports/``."""
     if data.exists() and not data.is_dir():
         raise ConfigError(f"--data {data}: not a folder")
     data.mkdir(parents=True, exist_ok=True)
-    for part in ("results", "versions"):
+    for part in ("results", "versions", "exports"):
         (data / part).mkdir(exist_ok=True)
     host = host_folder(data)
     host.mkdir(mode=0o700, exist_ok=True)
     os.chmod(host, 0o700)
     if owner is not None:
         os.chmod(data, 0o755)
-        for folder in (results_folder(data), data / "versions"):
+        for folder in (results_folder(data), data / "versions", data / "exports"):
             for root, dirs, files in os.walk(folder):
                 for name in [*dirs, *files]:
                     os.lchown(os.path.join(root, name), *owner)

@@ -114,6 +114,54 @@ def leftovers(data: Path) -> list[str]:
     return found
 
 
+def tree(root: int) -> set[int]:
+    """``root`` and every process under it (by parent links in /proc)."""
+    children: dict[int, list[int]] = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(pid))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def traces_of(pids: set[int]) -> list[str]:
+    """What processes ``pids`` left: live ones, their cgroups, their scratch folders."""
+    left = [f"process {pid}" for pid in pids if Path(f"/proc/{pid}").exists()]
+    for group in Path("/sys/fs/cgroup").glob("*/arena-*"):
+        if any(group.name.startswith(f"arena-{pid}-") for pid in pids):
+            left.append(str(group))
+    for folder in Path(tempfile.gettempdir()).glob("arena-p*"):
+        if any(folder.name.startswith(f"arena-p{pid}-") for pid in pids):
+            left.append(str(folder))
+    return left
+
+
+def first_event(server: Server, kind: str, timeout_s: float = 30) -> dict:
+    """The first server-sent event of ``kind`` on /api/events."""
+    import json
+
+    deadline = time.monotonic() + timeout_s
+    with httpx.stream("GET", f"{server.url}/api/events", timeout=timeout_s) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        event = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == kind:
+                return json.loads(line[6:])
+            if time.monotonic() > deadline:
+                break
+    raise AssertionError(f"no {kind} event within {timeout_s} s")
+
+
 def game_count(server: Server) -> int:
     return int(server.get("/api/ladder").json()["games"])
 
@@ -239,16 +287,23 @@ def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) ->
         status = arena("status", "--server", server.url, env={"ARENA_TOKEN": tokens["alice"]})
         assert "alpha: version 2 plays" in status.stdout and "v1  active" in status.stdout
 
+        # live events: a move and a game's end arrive as they happen
+        move = first_event(server, "move")
+        assert move["id"].startswith("ladder-") and move["ply"] >= 1 and "action" in move["move"]
+        ended = first_event(server, "game_ended")
+        assert ended["state"] in ("finished", "abandoned")
+
         # kill -9 mid-ladder: nothing stored is lost, nothing is left running, a restart resumes
-        before = game_count(server)
-        assert server.get("/api/ladder").json()["running"] >= 0
         assert server.process is not None
+        everything = tree(server.process.pid)
+        assert len(everything) > 5  # the web process, the host, workers, bots
+        before = game_count(server)
         os.kill(server.process.pid, signal.SIGKILL)
         server.process.wait(10)
         deadline = time.monotonic() + 20
-        while leftovers(data) and time.monotonic() < deadline:
+        while (leftovers(data) or traces_of(everything)) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert leftovers(data) == []
+        assert leftovers(data) == [] and traces_of(everything) == []
         server.log.close()
         server.start()
         after = game_count(server)
@@ -260,8 +315,14 @@ def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) ->
             time.sleep(1)
         assert game_count(server) > after  # the ladder plays on
         assert server.get("/api/me", organizer).json()["organizer"] is True
+        exported = httpx.post(f"{server.url}/api/export", headers=auth(organizer), timeout=60)
+        assert exported.status_code == 200, exported.text
+        export = Path(exported.json()["folder"])
+        assert b"pwa_" not in (export / "tournament.db").read_bytes()
     finally:
         server.stop()
     assert leftovers(data) == []
     ratings = arena("ratings", str(data / "results"))
     assert ratings.returncode == 0 and "alpha.v2" in ratings.stdout, ratings.stderr
+    exported_ratings = arena("ratings", str(export))
+    assert exported_ratings.returncode == 0 and "alpha.v2" in exported_ratings.stdout, exported_ratings.stderr
