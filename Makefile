@@ -71,8 +71,10 @@ wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a sho
 	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena run-tournament --games 2 --out demo
 	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena report demo
 	test -s $(WHEEL_DIR)/work/demo/report/index.html
+	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena new-bot kit --lang python | grep "site-packages/arena/protocol/PROTOCOL.md"
+	test -s "$$($(WHEEL_DIR)/venv/bin/python -c 'import arena.protocol, pathlib; print(pathlib.Path(arena.protocol.__file__).parent / "PROTOCOL.md")')"
 	rm -rf $(WHEEL_DIR)
-	@echo "wheel-check: the installed wheel ran a tournament and wrote its report outside the checkout"
+	@echo "wheel-check: the installed wheel ran a tournament and wrote its report outside the checkout; PROTOCOL.md ships in it"
 
 bench: $(STAMP)  ## print performance figures (all sections, the harness section included: about 15 min)
 	$(call debian_packages,$(DEMO_PACKAGES))

@@ -414,7 +414,7 @@ def _time_control_options(func):  # type: ignore[no-untyped-def]
 
 
 def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
-    """``--sandbox strict|none``: how bots are confined (README, section Sandbox)."""
+    """``--sandbox strict|none``: how bots are confined (docs/sandbox.md)."""
     if default == "none":
         text = ("How to confine the bots: none (default: resource limits and process-tree control "
                 "only, builds run in the bot's folder: for a bot author's own machine) or strict "
@@ -951,7 +951,7 @@ def new_bot(folder: Path, lang: str, name: str | None) -> None:
     written = create(folder, lang, name)
     click.echo(for_terminal(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
                             + ", ".join(str(p.relative_to(folder)) for p in written), newlines=False))
-    spec = Path(__file__).resolve().parents[1] / "protocol" / "PROTOCOL.md"  # in a checkout
+    spec = Path(__file__).resolve().parent / "protocol" / "PROTOCOL.md"  # ships in the package
     where = shell_word(spec) if spec.is_file() else "protocol/PROTOCOL.md in patchwork-arena's source"
     click.echo(f"next: arena check-bot {shell_word(folder)} --sandbox strict   (the spec: {where})")
 

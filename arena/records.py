@@ -1,7 +1,7 @@
 """Game records: one JSON object per game, one line of a ``.jsonl`` file.
 
 A record is the raw truth about a game; replaying it validates every move with the
-rules engine and must reproduce the stored result. See the README for the fields.
+rules engine and must reproduce the stored result. docs/records.md lists the fields.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def _manifest_hint(folder: Path) -> str:
                    if not os.path.islink(folder / name) and os.path.isfile(folder / name / MANIFEST))
     if inner:  # an archive unpacked into a folder of its own name: mybot/mybot/bot.toml
         return f": it holds {shown(inner[0] + '/' + MANIFEST, 80)}; give that folder ({shown(inner[0], 60)})"
-    return (f"; a bot folder holds a {MANIFEST} naming the bot and its command (README, 'Bots'), "
+    return (f"; a bot folder holds a {MANIFEST} naming the bot and its command (docs/bots.md), "
             "or start from one: `arena new-bot DIR --lang python` (or js, c, cpp, java, python-zmq)")
 
 
