@@ -84,3 +84,14 @@ def test_the_readme_stays_short_and_its_links_lead_somewhere() -> None:
     for link in re.findall(r"\]\(([^)#]+)\)", readme):
         if not link.startswith("http"):
             assert (REPO / link).exists(), link
+
+
+def test_where_to_change_one_thing_names_places_that_exist() -> None:
+    text = (REPO / "docs" / "architecture.md").read_text().split("Where to change one thing")[1]
+    named = re.findall(r"`((?:arena|tests|docs|protocol)/[^`]*)`", text)
+    assert len(named) >= 8
+    missing = [path for path in named if "<" not in path and not (REPO / path.rstrip("/")).exists()]
+    assert missing == [], missing
+    code = {path: (REPO / path).read_text() for path in named if path.endswith(".py")}
+    for symbol in re.findall(r"`(\w+)` type", text) + re.findall(r"`(\w+)` \(`", text):
+        assert any(symbol in source for source in code.values()), symbol
