@@ -43,7 +43,6 @@ from arena.errors import (
     ProtocolViolationError,
     SchemaViolationError,
 )
-from arena.launch.process import STDERR_LOG_MAX_BYTES, log_is_full
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted as encode
 from arena.protocol.constants import MAX_MESSAGE_BYTES
@@ -141,6 +140,10 @@ class Player(Protocol):
 
     def log_tail(self) -> list[str]:
         """The last lines of what its latest run wrote to its log."""
+        ...
+
+    def log_full_note(self) -> str:
+        """Why its log holds no last words when it reached its size limit ("" otherwise)."""
         ...
 
 _REASONS: list[tuple[type[Exception], Termination]] = [
@@ -367,9 +370,9 @@ def failure_detail(bot: Player, error: Exception, termination: Termination) -> s
     if termination not in (Termination.CRASH, Termination.START_FAILURE):
         return detail
     tail = bot.log_tail()
-    if not tail and log_is_full(bot.stderr_log):  # a bot that wrote its last words: none were kept
-        return detail + (f"\n(its log {bot.stderr_log} reached its {STDERR_LOG_MAX_BYTES >> 20} MiB limit: "
-                         "nothing more was kept)")
+    full = "" if tail else bot.log_full_note()
+    if full:  # a bot that wrote its last words: none were kept
+        return detail + f"\n({full})"
     if not tail:
         return detail + f"\n(its log {bot.stderr_log} is empty)"
     room = DETAIL_CAP - len(detail) - len(str(bot.stderr_log)) - 40

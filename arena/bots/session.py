@@ -27,7 +27,7 @@ from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, S
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.bubblewrap import SandboxLimits
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
-from arena.launch.process import BotProcess, log_is_full
+from arena.launch.process import STDERR_LOG_MAX_BYTES, BotProcess, log_is_full
 from arena.launch.proctree import read_stat
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
@@ -396,6 +396,13 @@ class BotHandle:
         if message is not None and message["type"] == "move":
             self._moved_this_game = True
         return message
+
+    def log_full_note(self) -> str:
+        """For a failure's detail: the log reached its size limit, so nothing more was kept."""
+        if not log_is_full(self.stderr_log):
+            return ""
+        return (f"its log {self.stderr_log} reached its {STDERR_LOG_MAX_BYTES >> 20} MiB limit: nothing more "
+                "was kept")
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
