@@ -577,7 +577,7 @@ def _take_upload(arena: Arena, who: Author, name: str, data: bytes, limits: Limi
     """Unpack, check the manifest, number and keep the version, and queue its check."""
     from arena.bots.manifest import Manifest
 
-    staging_root = arena.data / "versions" / ".staging"
+    staging_root = arena.files / "versions" / ".staging"
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = staging_root / secrets.token_hex(8)
     try:
@@ -606,7 +606,7 @@ def _take_upload(arena: Arena, who: Author, name: str, data: bytes, limits: Limi
         )
         if version is None:
             raise Refused(409, f"this archive is identical to version {same} of {name}: nothing new to check")
-        target = Path(version.folder)
+        target = arena.local(Path(version.folder))
         target.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(target)
     finally:

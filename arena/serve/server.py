@@ -16,6 +16,7 @@ that `arena ratings` and `arena report` read), ``versions/`` (the uploaded sourc
 
 from __future__ import annotations
 
+import ctypes
 import grp
 import logging
 import os
@@ -114,6 +115,29 @@ def closed_to(path: Path, owner: tuple[int, int]) -> Path | None:
     return None
 
 
+_CLONE_NEWNS = 0x00020000
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 1 << 18
+VIEW = Path("/mnt/arena-data")
+
+
+def private_view(data: Path) -> Path | None:
+    """The data folder bind-mounted at :data:`VIEW`, in a mount namespace of this process's
+    own (a tmpfs over /mnt in it): the web user reaches it there whatever the modes of the
+    folders above it (pytest's, /root's), and nothing of it is seen, or left, outside this
+    process. None when the kernel refuses (no CAP_SYS_ADMIN in a container, threads)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not Path("/mnt").is_dir() or libc.unshare(_CLONE_NEWNS) != 0:
+        return None
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return None
+    if libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, b"mode=0755,size=64k") != 0:
+        return None
+    VIEW.mkdir(mode=0o755)
+    if libc.mount(str(data).encode(), str(VIEW).encode(), None, _MS_BIND, None) != 0:
+        return None
+    return VIEW
+
+
 def drop_privileges(owner: tuple[int, int]) -> None:
     uid, gid = owner
     os.setgroups([])
@@ -192,19 +216,21 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
     options.data = data
     if options.sandbox == "strict" and not options.dask:
         Launcher.for_level("strict").check()  # says why strict cannot be had here, before anything starts
+    prepare_folder(data, owner)
+    organizer_hash, fresh = organizer_token(data)
+    sock = bind(host, port)
+    game_host = start_host(options)
     if owner is not None:
-        closed = closed_to(data, owner)
+        options.view = private_view(data)
+        closed = closed_to(options.view or data, owner)
         if closed is not None:
+            game_host.stdin.close()  # type: ignore[union-attr]
             name = pwd.getpwuid(owner[0]).pw_name
             raise ConfigError(
                 f"--data {data}: the web process runs as {name}, and {closed} (mode "
                 f"{stat.S_IMODE(closed.stat().st_mode):o}) is closed to it: choose a data folder it can "
                 "reach (e.g. /srv/arena), or another --user"
             )
-    prepare_folder(data, owner)
-    organizer_hash, fresh = organizer_token(data)
-    sock = bind(host, port)
-    game_host = start_host(options)
     late = _Late()
     config = uvicorn.Config(
         late,

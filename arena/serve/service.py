@@ -54,6 +54,7 @@ class Options:
     uploads_per_hour: int = 20
     max_upload_bytes: int = 20 * 1024 * 1024
     state_limits_s: dict[str, float] = field(default_factory=lambda: dict(STATE_LIMITS_S))
+    view: Path | None = None  # where this process reaches ``data`` (a private bind mount), if elsewhere
 
 
 @dataclass
@@ -84,9 +85,10 @@ class Arena:
         self, options: Options, publish: Callable[[str, dict[str, Any]], None] | None = None
     ) -> None:
         self.options = options
-        self.data = options.data
-        self.results = ResultStore(results_folder(self.data), create=True)
-        self.store = ArenaStore(results_folder(self.data))
+        self.data = options.data  # the real path: what the game host and the database are told
+        self.files = options.view or options.data  # where this process reads and writes it
+        self.results = ResultStore(results_folder(self.files), create=True)
+        self.store = ArenaStore(results_folder(self.files))
         self.publish = publish or (lambda kind, data: None)
         self.lock = threading.RLock()
         self.rng = random.Random(secrets.randbits(64))
@@ -134,7 +136,7 @@ class Arena:
             self.pairings_of[b] += count // 2
         # A restart: checks that were under way are run again, from the start.
         for version in self.store.versions(states=("queued", "building", "checking")):
-            if not Path(version.folder).is_dir():
+            if not self.local(Path(version.folder)).is_dir():
                 self._set_state(
                     version, "rejected", "its upload was lost when the server stopped: upload it again"
                 )
@@ -646,17 +648,21 @@ class Arena:
         self.changed()
         self.publish("ladder", {"frozen": frozen})
 
+    def local(self, path: Path) -> Path:
+        """A path inside the data folder as this process reaches it."""
+        return self.files / path.relative_to(self.data) if path.is_relative_to(self.data) else path
+
     def export(self) -> Path:
         """A copy of the games as a results folder of its own (`arena ratings` and `arena
         report` read it), without the arena's tables (no token hashes leave the server)."""
         import sqlite3
 
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        target = self.data / "exports" / stamp
+        target = self.files / "exports" / stamp
         number = 1
         while target.exists():
             number += 1
-            target = self.data / "exports" / f"{stamp}-{number}"
+            target = self.files / "exports" / f"{stamp}-{number}"
         target.mkdir(parents=True)
         source = sqlite3.connect(self.results.db_path)
         copy = sqlite3.connect(target / self.results.db_path.name)
@@ -701,7 +707,7 @@ class Arena:
             source.close()
             copy.close()
         ResultStore(target).close()  # writes games.jsonl from the database
-        return target
+        return self.data / "exports" / target.name
 
     def history(self, label: str) -> list[dict[str, Any]]:
         standing = self.standings.get(label)

@@ -167,16 +167,13 @@ def game_count(server: Server) -> int:
 
 
 @pytest.fixture
-def data() -> Iterator[Path]:
-    """A data folder the web process (nobody, once it drops root) can reach: pytest's own
-    temporary folders are root's alone (0700)."""
-    root = Path(tempfile.mkdtemp(prefix="arena-serve-test-"))
-    root.chmod(0o755)
-    folder = root / "arena"
+def data(tmp_path: Path) -> Iterator[Path]:
+    """The data folder, in pytest's own temporary folder, which is root's alone (0700): the web
+    process, once it runs as nobody, reaches it through a private bind mount."""
+    folder = tmp_path / "arena"
     yield folder
     for line in leftovers(folder):  # never leave a server behind, whatever failed
         os.kill(int(line.split(":")[0]), signal.SIGKILL)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) -> None:
