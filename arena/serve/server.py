@@ -23,6 +23,7 @@ import os
 import pwd
 import socket
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,34 @@ def private_view(data: Path) -> Path | None:
     return VIEW
 
 
+def open_interpreter(owner: tuple[int, int]) -> None:
+    """In this process's mount namespace (see :func:`private_view`), make the interpreter and
+    its packages reachable by the web user when they lie below a folder closed to it (pyenv in
+    /root, 0700): that folder is covered by a tmpfs holding only the way to them, each bound
+    back in from its original. Nothing outside this process changes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    wanted: dict[Path, set[str]] = {}
+    for entry in {sys.base_prefix, sys.prefix, *sys.path}:
+        path = Path(entry or ".").absolute()
+        if not path.is_dir():
+            continue
+        closed = closed_to(path, owner)
+        if closed is not None and closed != path and path.is_relative_to(closed):
+            wanted.setdefault(closed, set()).add(path.relative_to(closed).parts[0])
+    for number, (closed, children) in enumerate(sorted(wanted.items())):
+        held = Path("/mnt") / f"held-{number}"
+        held.mkdir(mode=0o755)
+        if libc.mount(str(closed).encode(), str(held).encode(), None, _MS_BIND, None) != 0:
+            continue
+        if libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", 0, b"mode=0755,size=64k") != 0:
+            continue
+        for child in sorted(children):
+            (closed / child).mkdir(mode=0o755)
+            libc.mount(
+                str(held / child).encode(), str(closed / child).encode(), None, _MS_BIND | _MS_REC, None
+            )
+
+
 def drop_privileges(owner: tuple[int, int]) -> None:
     uid, gid = owner
     os.setgroups([])
@@ -222,6 +251,8 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
     game_host = start_host(options)
     if owner is not None:
         options.view = private_view(data)
+        if options.view is not None:
+            open_interpreter(owner)
         closed = closed_to(options.view or data, owner)
         if closed is not None:
             game_host.stdin.close()  # type: ignore[union-attr]
