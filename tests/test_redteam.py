@@ -420,3 +420,46 @@ def test_the_hints_tell_nothing_of_host_files_through_a_link_the_build_made(tmp_
         hints = [line.split(" - hint: ", 1)[1] for line in (run.stdout + run.stderr).splitlines()
                  if " - hint: " in line]
         assert not any("host/" in hint or "etc" in hint for hint in hints), hints
+
+
+# ------------------------------------------------------------------ the machine's shared budgets
+# (kind, its arguments under strict, under none (small: the control runs on the host as is),
+# the lines it reports its attempts on)
+BUDGETS = {
+    "socket_hog": (("1024", "256"), ("16", "4"), ("socket_hog tcp", "socket_hog udp")),
+    "aio_hog": (("64",), ("1",), ("aio_hog io_setup",)),
+    "pty_hog": (("4096",), ("32",), ("pty_hog ptys",)),
+}
+
+
+def _budget_attempts(tmp_path: Path, kind: str, sandbox: str) -> list[str]:
+    """What the hostile bot KIND reports it took, run by ``arena check-bot --sandbox SANDBOX``."""
+    strict_args, none_args, labels = BUDGETS[kind]
+    bot = misbehaving_bot(tmp_path / kind, kind, *(strict_args if sandbox == "strict" else none_args),
+                          stdio=True)
+    logs = tmp_path / "logs"
+    run = arena("check-bot", str(bot.folder), "--sandbox", sandbox, "--games", "1", "--logs", str(logs),
+                timeout=300)
+    said = (logs / f"bad-{kind}.stderr.log").read_text(errors="replace")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stdout[-2000:] + run.stderr[-2000:]
+    attempts = [line for line in said.splitlines() if line.startswith(labels)]
+    assert len(attempts) == len(labels), said
+    return attempts
+
+
+@needs_strict
+@pytest.mark.parametrize("kind", list(BUDGETS))
+def test_a_bot_takes_none_of_the_machines_socket_memory_aio_events_or_ptys(tmp_path: Path, kind: str) -> None:
+    # Issue 31: under strict a bot held 1.2 GiB of loopback TCP and 0.3 GiB of UDP buffers
+    # (outside its 1 GiB cgroup on v1: the machine's tcp_mem/udp_mem), every AIO event of
+    # the machine (aio-nr 65536 of 65536) and 3071 ptys, for as long as it lived. Now
+    # inet sockets and io_setup are refused (seccomp) and /dev/pts is empty.
+    attempts = _budget_attempts(tmp_path, kind, "strict")
+    assert all(": blocked (" in line for line in attempts), attempts
+
+
+@pytest.mark.parametrize("kind", list(BUDGETS))
+def test_the_budget_attacks_are_real_without_a_sandbox(tmp_path: Path, kind: str) -> None:
+    """The same bot, with small targets, takes what it asks for under --sandbox none."""
+    attempts = _budget_attempts(tmp_path, kind, "none")
+    assert all(": DONE " in line for line in attempts), attempts
