@@ -53,8 +53,8 @@ KINDS: dict[str, tuple[str, ...]] = {
     # other bots: the kernel keyring; the machine: helpers computing off the bot's turn
     "keyring": (), "spin_helpers": ("2",),
     # the machine's shared budgets (issue 31): socket buffers (MiB of TCP, of UDP), AIO events
-    # (contexts of 4096), ptys
-    "socket_hog": ("1024", "256"), "aio_hog": ("64",), "pty_hog": ("4096",),
+    # (contexts of 4096), ptys, huge pages
+    "socket_hog": ("1024", "256"), "aio_hog": ("64",), "pty_hog": ("4096",), "hugepage_hog": ("512",),
     # the build: reads secrets and writes outside its folder (see BUILD_SNOOP)
     "build_snoop": (),
 }
@@ -63,7 +63,7 @@ KINDS: dict[str, tuple[str, ...]] = {
 BUILD_SNOOP = ("(cat /etc/shadow; ls -la /root; ls {results}/..) > stolen.txt 2>&1; "
                "echo pwned > {repo}/pwned-by-build 2>/dev/null; true")
 # their logs must never say DONE (but for TMPDIR)
-ESCAPES = ("net", "snoop", "write", "keyring", "socket_hog", "aio_hog", "pty_hog")
+ESCAPES = ("net", "snoop", "write", "keyring", "socket_hog", "aio_hog", "pty_hog", "hugepage_hog")
 SHORT = ("fork_bomb", "balloon", "net", "ignore_term", "crash", "connection_flood", "hostile_error",
          "keyring", "spin_helpers", "build_snoop")
 SHORT_SAMPLES = ("random", "greedy", "cbot")

@@ -429,6 +429,7 @@ BUDGETS = {
     "socket_hog": (("1024", "256"), ("16", "4"), ("socket_hog tcp", "socket_hog udp")),
     "aio_hog": (("64",), ("1",), ("aio_hog io_setup",)),
     "pty_hog": (("4096",), ("32",), ("pty_hog ptys",)),
+    "hugepage_hog": (("512",), ("1",), ("hugepage_hog mmap",)),
 }
 
 
@@ -449,11 +450,12 @@ def _budget_attempts(tmp_path: Path, kind: str, sandbox: str) -> list[str]:
 
 @needs_strict
 @pytest.mark.parametrize("kind", list(BUDGETS))
-def test_a_bot_takes_none_of_the_machines_socket_memory_aio_events_or_ptys(tmp_path: Path, kind: str) -> None:
+def test_a_bot_takes_none_of_the_machines_socket_memory_aio_events_ptys_or_huge_pages(tmp_path: Path,
+                                                                                      kind: str) -> None:
     # Issue 31: under strict a bot held 1.2 GiB of loopback TCP and 0.3 GiB of UDP buffers
     # (outside its 1 GiB cgroup on v1: the machine's tcp_mem/udp_mem), every AIO event of
     # the machine (aio-nr 65536 of 65536) and 3071 ptys, for as long as it lived. Now
-    # inet sockets and io_setup are refused (seccomp) and /dev/pts is empty.
+    # inet sockets, io_setup and huge pages are refused (seccomp) and /dev/pts is empty.
     attempts = _budget_attempts(tmp_path, kind, "strict")
     assert all(": blocked (" in line for line in attempts), attempts
 
@@ -461,5 +463,7 @@ def test_a_bot_takes_none_of_the_machines_socket_memory_aio_events_or_ptys(tmp_p
 @pytest.mark.parametrize("kind", list(BUDGETS))
 def test_the_budget_attacks_are_real_without_a_sandbox(tmp_path: Path, kind: str) -> None:
     """The same bot, with small targets, takes what it asks for under --sandbox none."""
+    if kind == "hugepage_hog" and int(Path("/proc/sys/vm/nr_hugepages").read_text()) == 0:
+        pytest.skip("this host has no huge pages to take (vm.nr_hugepages 0)")
     attempts = _budget_attempts(tmp_path, kind, "none")
     assert all(": DONE " in line for line in attempts), attempts

@@ -73,6 +73,10 @@ CLONE_NEW_FLAGS: tuple[int, ...] = (0x00020000, 0x02000000, 0x04000000, 0x080000
                                     0x20000000, 0x40000000)
 
 F_NOTIFY = 1026  # fcntl command of dnotify (linux/fcntl.h)
+# Flags that take huge pages, by system call: (call, argument, flag).
+HUGETLB_FLAGS: tuple[tuple[str, int, int], ...] = (("mmap", 3, 0x40000),  # MAP_HUGETLB
+                                                   ("memfd_create", 1, 0x4),  # MFD_HUGETLB
+                                                   ("shmget", 2, 0o4000))  # SHM_HUGETLB
 
 # Socket families a bot may use: AF_UNIX only (stdio bots need none; the ZeroMQ bridge and
 # its bot speak ipc://). The buffers of the others are kernel memory outside the bot's
@@ -110,6 +114,12 @@ def filter_bpf() -> bytes:
         # on stdout, which breaks a stdio bot (README, Threat model: a side channel).
         filt.add_rule(seccomp.ERRNO(errno.EPERM), _number(seccomp, "fcntl"),
                       seccomp.Arg(1, seccomp.EQ, F_NOTIFY))
+        # Huge pages come from one pool of the machine (vm.nr_hugepages), charged to no memory
+        # cgroup on v1: a bot could take it whole. Refused, whatever the pool holds (none by
+        # default, and then the kernel's answer would be ENOMEM).
+        for name, arg, flag in HUGETLB_FLAGS:
+            filt.add_rule(seccomp.ERRNO(errno.EPERM), _number(seccomp, name),
+                          seccomp.Arg(arg, seccomp.MASKED_EQ, flag, flag))
         # Everything but the allowed families, compared on all 64 bits of the argument.
         sock = _number(seccomp, "socket")
         denied = seccomp.ERRNO(errno.EAFNOSUPPORT)
@@ -157,7 +167,7 @@ def describe() -> str:
     families = ", ".join(names.get(f, str(f)) for f in ALLOWED_FAMILIES)
     groups = ", ".join(group for group, _, _ in DENIED if group not in ("clone3", "memfd_secret"))
     return (f"seccomp filter in force ({len(program) // 8} BPF instructions, libseccomp "
-            f"{_libseccomp_version()}): denied {groups}; sockets {families} only; "
+            f"{_libseccomp_version()}): denied {groups}, huge pages; sockets {families} only; "
             "other ABIs killed")
 
 
@@ -186,4 +196,5 @@ def _libseccomp_version() -> str:
     return f"{version.major}.{version.minor}.{version.micro}"
 
 
-__all__ = ["ALLOWED_FAMILIES", "CLONE_NEW_FLAGS", "DENIED", "describe", "filter_bpf", "filter_fd"]
+__all__ = ["ALLOWED_FAMILIES", "CLONE_NEW_FLAGS", "DENIED", "HUGETLB_FLAGS", "describe", "filter_bpf",
+           "filter_fd"]

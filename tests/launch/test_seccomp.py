@@ -158,6 +158,9 @@ denied = {
     "udp": sock(socket.AF_INET, socket.SOCK_DGRAM),
     "netlink": sock(socket.AF_NETLINK, socket.SOCK_RAW),
     "io_setup": call(206, 1, ctypes.byref(ctypes.c_ulong(0))),
+    "mmap_hugetlb": call(9, 0, 2 << 20, 3, 0x22 | 0x40000, -1, 0),  # PROT_READ|WRITE, PRIVATE|ANON
+    "memfd_hugetlb": call(319, b"probe", 4),
+    "shmget_hugetlb": call(29, 0, 2 << 20, 0o1600 | 0o4000),
     "memfd_secret": call(447, 0),
     "fallocate": on_fd("/tmp/probe-falloc", 285, 0, 0, 4096, flags=os.O_RDWR | os.O_CREAT),
     "modify_ldt": call(154, 0, ctypes.create_string_buffer(16), 16),  # read the LDT: 0 bytes
@@ -195,6 +198,7 @@ EXPECTED_DENIED = {
     # issue 31: buffers outside the bot's memory cgroup, an event budget of the machine
     "inet": errno.EAFNOSUPPORT, "inet6": errno.EAFNOSUPPORT, "udp": errno.EAFNOSUPPORT,
     "netlink": errno.EAFNOSUPPORT, "io_setup": errno.ENOSYS,
+    "mmap_hugetlb": errno.EPERM, "memfd_hugetlb": errno.EPERM, "shmget_hugetlb": errno.EPERM,
     "x32": f"signal {signal.SIGSYS.value}",  # killed, not just refused
 }
 EXPECTED_ALLOWED = {"unix": 0, "unix_pair": "ping", "thread": 499500, "exec": "42", "getaddrinfo": True,
@@ -255,13 +259,13 @@ def test_without_the_filter_the_same_calls_reach_the_kernel(tmp_path: Path) -> N
     report = run_probe(tmp_path, with_filter=False)
     assert report["seccomp"] == ["0"]
     differ = {name for name, value in report["denied"].items() if value != EXPECTED_DENIED[name]}
-    # bpf, mount and AF_PACKET are refused by the kernel too (no capabilities), AF_ALG where
-    # the kernel lacks it: the same errno either way.
+    # bpf, mount, AF_PACKET and SHM_HUGETLB (outside vm.hugetlb_shm_group) are refused by the
+    # kernel too (no capabilities), AF_ALG where the kernel lacks it: the same errno either way.
     assert differ >= {"keyctl", "add_key", "request_key", "unshare", "setns", "clone_newuser", "clone3",
                       "vsock", "unix_high_bits", "ptrace", "process_vm_readv", "perf_event_open",
                       "io_uring_setup", "userfaultfd", "x32", "inotify_add_watch", "dnotify",
                       "netlink_uevent", "fallocate", "modify_ldt", "inet", "inet6", "udp", "netlink",
-                      "io_setup"},\
+                      "io_setup", "mmap_hugetlb", "memfd_hugetlb"},\
         report["denied"]
     assert report["allowed"] == EXPECTED_ALLOWED
 

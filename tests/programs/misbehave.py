@@ -456,11 +456,37 @@ def try_pty_hog() -> None:
         report(f"pty_hog: pty nr unreadable ({exc})")
 
 
+def try_hugepage_hog() -> None:
+    """Take huge pages (2 MiB each, touched) until it fails, up to ARGS[0] (512): the pool
+    vm.nr_hugepages, shared by all and charged to no memory cgroup on v1."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    pages = []
+
+    def take() -> str:
+        while len(pages) < (int(ARGS[0]) if ARGS else 512):
+            address = libc.mmap(None, 2 * MIB, 3, 0x22 | 0x40000, -1, 0)  # RW, PRIVATE|ANON|HUGETLB
+            if address in (None, ctypes.c_void_p(-1).value):
+                code = ctypes.get_errno()
+                if pages:
+                    break
+                raise OSError(code, os.strerror(code))
+            ctypes.memset(address, 1, 1)  # faulted in: taken from the pool
+            pages.append(address)
+        return f"held {len(pages)} huge pages"
+
+    attempt("hugepage_hog mmap", take)
+
+
 ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
             "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring,
             "covert": try_covert, "deep_tmp": try_deep_tmp, "socket_hog": try_socket_hog,
-            "aio_hog": try_aio_hog, "pty_hog": try_pty_hog}
+            "aio_hog": try_aio_hog, "pty_hog": try_pty_hog, "hugepage_hog": try_hugepage_hog}
 
 
 class Link:
