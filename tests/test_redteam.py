@@ -467,3 +467,24 @@ def test_the_budget_attacks_are_real_without_a_sandbox(tmp_path: Path, kind: str
         pytest.skip("this host has no huge pages to take (vm.nr_hugepages 0)")
     attempts = _budget_attempts(tmp_path, kind, "none")
     assert all(": DONE " in line for line in attempts), attempts
+
+
+@needs_strict
+def test_unix_socket_buffers_count_against_the_bots_memory_limit(tmp_path: Path) -> None:
+    # AF_UNIX stays (the transports' family): its buffers are charged to the bot's memory
+    # cgroup, so queueing 2 GiB in socket pairs nobody reads ends in the memory limit's kill,
+    # while 64 MiB is just held.
+    results = {}
+    for target in ("2048", "64"):
+        bot = misbehaving_bot(tmp_path / target, "unix_hog", target, stdio=True)
+        out, logs = tmp_path / f"{target}.jsonl", tmp_path / f"logs-{target}"
+        run = arena("play", str(bot.folder), RANDOM, "--games", "1", "--sandbox", "strict", "--out", str(out),
+                    "--logs", str(logs), timeout=300)
+        assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        [results[target]] = [json.loads(line)["result"] for line in out.read_text().splitlines()]
+        results[target]["said"] = (logs / "bad-unix_hog.stderr.log").read_text(errors="replace")
+    killed, held = results["2048"], results["64"]
+    assert killed["reason"] == "crash" and killed["loser"] == 0, killed
+    assert "out of memory" in killed["detail"] and "1024 MiB" in killed["detail"], killed
+    assert "unix_hog: DONE" not in killed["said"], killed["said"]
+    assert held["reason"] == "normal" and "unix_hog: DONE held 64 MiB" in held["said"], held

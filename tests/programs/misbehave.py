@@ -404,6 +404,32 @@ def try_socket_hog() -> None:
         f"{name} {before.get(name, 0)} -> {after.get(name, 0)}" for name in ("TCP", "UDP")))
 
 
+def try_unix_hog() -> None:
+    """Queue ARGS[0] MiB (2048 by default) in AF_UNIX socket pairs nobody reads, 8 MiB a
+    pair (SO_SNDBUF as large as the host allows): kernel memory that must count against the
+    bot's own limit, which kills it first under strict."""
+    wanted = (int(ARGS[0]) if ARGS else 2048) * MIB
+    held: list[socket.socket] = []
+    queued = 0
+    chunk = b"\x04" * 65536
+
+    def fill() -> str:
+        nonlocal queued
+        while queued < wanted:
+            one, two = socket.socketpair()
+            held.extend((one, two))
+            one.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 * MIB)
+            one.setblocking(False)
+            try:
+                while queued < wanted:
+                    queued += one.send(chunk)
+            except BlockingIOError:
+                pass
+        return f"held {queued // MIB} MiB in {len(held) // 2} pairs"
+
+    attempt("unix_hog", fill)
+
+
 def try_aio_hog() -> None:
     """Take every asynchronous I/O event of the machine (io_setup until it fails, up to
     ARGS[0] contexts of 4096 events): the budget fs.aio-max-nr, shared by all."""
@@ -486,7 +512,8 @@ ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": t
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
             "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring,
             "covert": try_covert, "deep_tmp": try_deep_tmp, "socket_hog": try_socket_hog,
-            "aio_hog": try_aio_hog, "pty_hog": try_pty_hog, "hugepage_hog": try_hugepage_hog}
+            "aio_hog": try_aio_hog, "pty_hog": try_pty_hog, "hugepage_hog": try_hugepage_hog,
+            "unix_hog": try_unix_hog}
 
 
 class Link:
