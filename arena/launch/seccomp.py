@@ -83,7 +83,8 @@ HUGETLB_FLAGS: tuple[tuple[str, int, int], ...] = (("mmap", 3, 0x40000),  # MAP_
 # cgroup (issue 31): on cgroup v1 TCP and UDP draw on the machine's tcp_mem and udp_mem (a
 # bot held 1.2 GiB of loopback TCP against a 1 GiB limit; a v1 memory.kmem.tcp cap still
 # lets each socket force about 64 KiB past it), and netlink's on nothing at all (200 route
-# sockets held 640 MiB of the host's slab). Runtimes that probe them (a JVM checks for IPv6;
+# sockets held 640 MiB of the host's slab; NETLINK_KOBJECT_UEVENT would also hear the
+# machine's device events). Runtimes that probe them (a JVM checks for IPv6;
 # glibc's getaddrinfo asks netlink which address families are configured) take EAFNOSUPPORT
 # as "not available" and go on. AF_UNIX buffers are charged to the bot's memory cgroup.
 ALLOWED_FAMILIES: tuple[int, ...] = (socket.AF_UNIX,)
