@@ -52,6 +52,10 @@ KINDS: dict[str, tuple[str, ...]] = {
     "close_and_exit_slowly": (), "hostile_error": (), "hostile_info": (),
     # other bots: the kernel keyring; the machine: helpers computing off the bot's turn
     "keyring": (), "spin_helpers": ("2",),
+    # the machine's shared budgets (issue 31): socket buffers (MiB of TCP, of UDP), AIO events
+    # (contexts of 4096), ptys, huge pages; AF_UNIX buffers past the memory limit (MiB)
+    "socket_hog": ("1024", "256"), "aio_hog": ("64",), "pty_hog": ("4096",), "hugepage_hog": ("512",),
+    "unix_hog": ("2048",),
     # the build: reads secrets and writes outside its folder (see BUILD_SNOOP)
     "build_snoop": (),
 }
@@ -59,7 +63,9 @@ KINDS: dict[str, tuple[str, ...]] = {
 # to write outside it; under strict it builds in a private copy as its own uid.
 BUILD_SNOOP = ("(cat /etc/shadow; ls -la /root; ls {results}/..) > stolen.txt 2>&1; "
                "echo pwned > {repo}/pwned-by-build 2>/dev/null; true")
-ESCAPES = ("net", "snoop", "write", "keyring")  # their logs must never say DONE (but for TMPDIR)
+# their logs must never say DONE (but for TMPDIR)
+ESCAPES = ("net", "snoop", "write", "keyring", "socket_hog", "aio_hog", "pty_hog", "hugepage_hog",
+           "unix_hog")
 SHORT = ("fork_bomb", "balloon", "net", "ignore_term", "crash", "connection_flood", "hostile_error",
          "keyring", "spin_helpers", "build_snoop")
 SHORT_SAMPLES = ("random", "greedy", "cbot")

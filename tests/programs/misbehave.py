@@ -296,10 +296,224 @@ def try_covert() -> None:
     attempt("covert dnotify", dnotify)
 
 
+def _held_by_children(label: str, children: int, hold, measure=None) -> None:  # type: ignore[no-untyped-def]
+    """Run ``hold()`` (returns how much it took) in ``children`` processes, each with a
+    descriptor limit of its own; each keeps what it took and sleeps until the bot is killed.
+    Reports DONE with the total (``measure()`` when given), or blocked with the first error."""
+    results = []
+    for _ in range(children):
+        read_end, write_end = os.pipe()
+        if os.fork() == 0:
+            os.close(read_end)
+            try:
+                said = str(hold())
+            except OSError as exc:
+                said = f"0 {type(exc).__name__}: {exc}"
+            os.write(write_end, said.encode() + b"\n")
+            while True:
+                signal.pause()
+        os.close(write_end)
+        with os.fdopen(read_end) as pipe:
+            results.append(pipe.readline().strip())
+    taken = sum(int(r.split()[0]) for r in results if r)
+    errors = sorted({r.split(" ", 1)[1] for r in results if " " in r})
+    if taken == 0:
+        report(f"{label}: blocked ({errors[0] if errors else 'nothing taken'})")
+    else:
+        report(f"{label}: DONE {measure() if measure else taken} "
+               f"(stopped by: {'; '.join(errors)[:200] or 'its own cap'})")
+
+
+def _sockstat_mem() -> dict[str, int]:
+    """TCP and UDP pages in use on the whole machine (/proc/net/sockstat's mem is global)."""
+    found = {}
+    with open("/proc/net/sockstat") as handle:
+        for line in handle:
+            name, _, rest = line.partition(":")
+            words = rest.split()
+            if "mem" in words:
+                found[name] = int(words[words.index("mem") + 1])
+    return found
+
+
+def _queued_mib(table: str) -> str:
+    """The bytes queued in every socket of /proc/net/TABLE (the bot's own network namespace)."""
+    total = sockets = 0
+    with open(f"/proc/net/{table}") as handle:
+        for line in handle.readlines()[1:]:
+            tx, rx = line.split()[4].split(":")
+            total += int(tx, 16) + int(rx, 16)
+            sockets += 1
+    return f"held {total // MIB} MiB in {sockets} sockets"
+
+
+def try_socket_hog() -> None:
+    """Hold kernel memory in loopback TCP (ARGS[0] MiB, 1024 by default) and UDP (ARGS[1],
+    256) buffers nobody reads, from 8 processes each (issue 31). Reports what its sockets
+    hold, and the machine's socket memory (pages) before and after."""
+    budget = {"tcp": int(ARGS[0]) if ARGS else 1024, "udp": int(ARGS[1]) if len(ARGS) > 1 else 256}
+    before = _sockstat_mem()
+    chunk = b"\x03" * 65536
+
+    def tcp() -> int:
+        held, queued = [], 0
+        server = socket.create_server(("127.0.0.1", 0), backlog=128)
+        held.append(server)
+        while queued < budget["tcp"] * MIB // 8:
+            try:
+                client = socket.create_connection(server.getsockname())
+                held += [client, server.accept()[0]]
+            except OSError:
+                if queued:
+                    break
+                raise
+            client.setblocking(False)
+            try:
+                while True:
+                    queued += client.send(chunk)
+            except BlockingIOError:
+                pass
+        globals()["_held"] = held
+        return queued
+
+    def udp() -> int:
+        held, queued = [], 0
+        while queued < budget["udp"] * MIB // 8:
+            try:
+                sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                sink.bind(("127.0.0.1", 0))
+                sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * MIB)  # capped by rmem_max
+                source = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                held += [sink, source]
+            except OSError:
+                if queued:
+                    break
+                raise
+            room = sink.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            sent = 0
+            while sent + 70000 < room:  # (a datagram past the room is dropped, not queued)
+                sent += source.sendto(chunk[:60000], sink.getsockname())
+            queued += sent
+        globals()["_held"] = held
+        return queued
+
+    _held_by_children("socket_hog tcp", 8, tcp, lambda: _queued_mib("tcp"))
+    _held_by_children("socket_hog udp", 8, udp, lambda: _queued_mib("udp"))
+    after = _sockstat_mem()
+    report("socket_hog: the machine's socket memory (pages) " + ", ".join(
+        f"{name} {before.get(name, 0)} -> {after.get(name, 0)}" for name in ("TCP", "UDP")))
+
+
+def try_unix_hog() -> None:
+    """Queue ARGS[0] MiB (2048 by default) in AF_UNIX socket pairs nobody reads, 8 MiB a
+    pair (SO_SNDBUF as large as the host allows): kernel memory that must count against the
+    bot's own limit, which kills it first under strict."""
+    wanted = (int(ARGS[0]) if ARGS else 2048) * MIB
+    held: list[socket.socket] = []
+    queued = 0
+    chunk = b"\x04" * 65536
+
+    def fill() -> str:
+        nonlocal queued
+        while queued < wanted:
+            one, two = socket.socketpair()
+            held.extend((one, two))
+            one.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 * MIB)
+            one.setblocking(False)
+            try:
+                while queued < wanted:
+                    queued += one.send(chunk)
+            except BlockingIOError:
+                pass
+        return f"held {queued // MIB} MiB in {len(held) // 2} pairs"
+
+    attempt("unix_hog", fill)
+
+
+def try_aio_hog() -> None:
+    """Take every asynchronous I/O event of the machine (io_setup until it fails, up to
+    ARGS[0] contexts of 4096 events): the budget fs.aio-max-nr, shared by all."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    contexts = []
+
+    def take() -> str:
+        while len(contexts) < (int(ARGS[0]) if ARGS else 64):
+            context = ctypes.c_ulong(0)
+            if libc.syscall(ctypes.c_long(206), ctypes.c_uint(4096), ctypes.byref(context)) < 0:  # io_setup
+                code = ctypes.get_errno()
+                if contexts:
+                    break
+                raise OSError(code, os.strerror(code))
+            contexts.append(context)
+        return f"held {len(contexts)} contexts of 4096 events"
+
+    attempt("aio_hog io_setup", take)
+    with open("/proc/sys/fs/aio-nr") as nr, open("/proc/sys/fs/aio-max-nr") as limit:
+        report(f"aio_hog: aio-nr {nr.read().strip()} of {limit.read().strip()}")
+
+
+def try_pty_hog() -> None:
+    """Open pseudo-terminals (kept open, masters only) from 16 processes until it fails, up
+    to ARGS[0] (4096): the budget kernel.pty.max, shared by every devpts instance."""
+    wanted = int(ARGS[0]) if ARGS else 4096
+
+    def take() -> int:
+        masters: list[int] = []
+        while len(masters) < wanted // 16 + 1:
+            try:
+                master, slave = os.openpty()
+            except OSError:
+                if masters:
+                    break
+                raise
+            os.close(slave)
+            masters.append(master)
+        globals()["_held"] = masters
+        return len(masters)
+
+    _held_by_children("pty_hog ptys", 16, take)
+    try:
+        with open("/proc/sys/kernel/pty/nr") as nr:
+            report(f"pty_hog: pty nr {nr.read().strip()}")
+    except OSError as exc:
+        report(f"pty_hog: pty nr unreadable ({exc})")
+
+
+def try_hugepage_hog() -> None:
+    """Take huge pages (2 MiB each, touched) until it fails, up to ARGS[0] (512): the pool
+    vm.nr_hugepages, shared by all and charged to no memory cgroup on v1."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    pages = []
+
+    def take() -> str:
+        while len(pages) < (int(ARGS[0]) if ARGS else 512):
+            address = libc.mmap(None, 2 * MIB, 3, 0x22 | 0x40000, -1, 0)  # RW, PRIVATE|ANON|HUGETLB
+            if address in (None, ctypes.c_void_p(-1).value):
+                code = ctypes.get_errno()
+                if pages:
+                    break
+                raise OSError(code, os.strerror(code))
+            ctypes.memset(address, 1, 1)  # faulted in: taken from the pool
+            pages.append(address)
+        return f"held {len(pages)} huge pages"
+
+    attempt("hugepage_hog mmap", take)
+
+
 ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
             "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring,
-            "covert": try_covert, "deep_tmp": try_deep_tmp}
+            "covert": try_covert, "deep_tmp": try_deep_tmp, "socket_hog": try_socket_hog,
+            "aio_hog": try_aio_hog, "pty_hog": try_pty_hog, "hugepage_hog": try_hugepage_hog,
+            "unix_hog": try_unix_hog}
 
 
 class Link:
