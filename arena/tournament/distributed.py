@@ -126,11 +126,28 @@ class DaskExecutor:
             self._key = pool_key(self.lineup, {label: digest for label, (digest, _) in bundles.items()})
             shipped = self.client.scatter(bundles, broadcast=True, hash=False)
             lineup = self.client.scatter(self.lineup, broadcast=True, hash=False)
-            self._futures = [
-                self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
-                                   key=f"arena-{os.getpid()}-{spec.game_id}")
-                for spec in specs]
-            for future in as_completed(self._futures):
+            # The schedule is taken as games finish, a window ahead of the cluster's threads (twice
+            # their number): a schedule with no end (arena serve's ladder) streams, and one that
+            # hears results sees them before its next games are asked for.
+            fresh = iter(specs)
+            window = max(4, 2 * sum(self.client.nthreads().values()))
+
+            def submit_next() -> Any:
+                spec = next(fresh, None)
+                if spec is None:
+                    return None
+                future = self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
+                                            key=f"arena-{os.getpid()}-{spec.game_id}")
+                self._futures.append(future)
+                return future
+
+            started = [f for f in (submit_next() for _ in range(window)) if f is not None]
+            finished = as_completed(started)
+            for future in finished:
+                self._futures.remove(future)
+                following = submit_next()
+                if following is not None:
+                    finished.add(following)
                 yield future.result()
         except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
             raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
