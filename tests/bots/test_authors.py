@@ -1,0 +1,157 @@
+"""Go, Rust and C authors' first tries (issue 33): the longest messages a bot meets, deaths
+placed in time, and the hints naming the usual cause in the bot's language. The slow tests
+build a real bot in the language a hint names, where that toolchain is installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arena.bots.manifest import Manifest
+from arena.bots.session import GO_SCANNER_BYTES, bot_language, fixed_buffer_hint
+from arena.checks import LONG_SEEDS
+from arena.clock import TimeControl
+from arena.engine.components import ruleset_for
+from arena.engine.state import GameState
+from arena.protocol import messages
+from arena.protocol.codec import encode_trusted
+from tests.bots.test_hints import NEWCOMER, check_bot, newcomer
+from tests.helpers import write_bot
+
+
+@pytest.mark.parametrize(("size", "language", "said", "not_said"), [
+    (86_354, "go", "a Go bufio.Scanner stops at a line over 64 KiB", "Rust"),
+    (GO_SCANNER_BYTES - 1, "go", "read each line whole", "bufio.Scanner"),  # under its limit: not the cause
+    (GO_SCANNER_BYTES, "go", "scanner.Buffer(make([]byte, 1<<20), 1<<20)", "Rust"),
+    (27_226, "rust", "not into a fixed array such as [0u8; 8192]", "Go"),
+    (5_000, "c", "fgets into a char array cuts a longer line in pieces: read with getline", "Go"),
+    (5_000, "cpp", "std::getline(std::cin, line) into a std::string reads it whole", "fgets into"),
+    (70_000, "java", "Java's BufferedReader.readLine reads a line whole", "Scanner"),
+    (70_000, None, "if it reads each line into a fixed-size buffer, that is why", "Go"),
+])
+def test_the_fixed_buffer_hint_names_the_usual_cause_in_the_bot_s_language(
+        size: int, language: str | None, said: str, not_said: str) -> None:
+    hint = fixed_buffer_hint(size, language, "exited")
+    assert hint.startswith(f"it exited right after a message of {size:,} bytes: "), hint
+    assert said in hint and not_said not in hint, hint
+
+
+@pytest.mark.parametrize(("build", "command", "files", "language"), [
+    ("go build -o bot .", "./bot", [], "go"),
+    ("cargo build --release --offline && cp target/release/bot .", "./bot", [], "rust"),
+    ("rustc -O -o bot main.rs", "./bot", [], "rust"),
+    ("cc -O2 -std=c99 -Wall -o bot bot.c", "./bot", [], "c"),
+    ("c++ -O2 -std=c++17 -o bot bot.cpp", "./bot", [], "cpp"),
+    (None, "java Bot.java", [], "java"),
+    (None, "python bot.py", [], "python"),
+    (None, "node bot.js", [], "js"),
+    ("make", "./bot", ["go.mod"], "go"),
+    ("make", "./bot", ["Cargo.toml"], "rust"),
+    (None, "./bot", [], None),
+])
+def test_a_bot_s_language_is_told_by_its_build_its_command_or_its_files(
+        tmp_path: Path, build: str | None, command: str, files: list[str], language: str | None) -> None:
+    for name in files:
+        (tmp_path / name).write_text("")
+    manifest = write_bot(tmp_path, "bot", command.split(), protocol="stdio", build=build)
+    assert bot_language(manifest) == language
+
+
+def _first_request_bytes(game: str, seed: int) -> int:
+    state = GameState.new(seed, ruleset=ruleset_for(game))
+    tc = TimeControl(1000, 10_000, 5000)
+    clocks = [messages.clock(tc.bank_ms, tc.first_move_ms)] * 2
+    return len(encode_trusted(messages.move_request(1, "check-long", state, clocks, legal_moves=True)))
+
+
+def test_the_long_seeds_make_the_longest_first_requests() -> None:
+    """Patchwork's is over Go's 64 KiB Scanner limit; both are at least as long as any of
+    the first 2,000 seeds' (LONG_SEEDS were found over 20,000)."""
+    sizes = {game: _first_request_bytes(game, seed) for game, seed in LONG_SEEDS.items()}
+    assert sizes["patchwork"] > 86_000 > GO_SCANNER_BYTES, sizes
+    assert sizes["stack-n-stuff"] > 44_000, sizes
+    for game in LONG_SEEDS:
+        assert max(_first_request_bytes(game, seed) for seed in range(0, 2000, 7)) <= sizes[game]
+
+
+def test_a_bot_asking_for_legal_moves_plays_a_game_on_the_longest_requests(tmp_path: Path) -> None:
+    """The check's lines come in the order things happened: the log removed last."""
+    code, out = check_bot(newcomer(tmp_path, "stdio_bot.py"), "--games", "1", logs=False)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert re.fullmatch(r"game 2 \(seat 0 on long messages\): .*; \d+ moves, normal", lines[3]), lines
+    sent = re.fullmatch(r"longest message sent to it: (\d+),(\d{3}) bytes", lines[4])
+    first = _first_request_bytes("patchwork", LONG_SEEDS["patchwork"])
+    assert sent and abs(int(sent[1] + sent[2]) - first) < 10, (lines, first)  # its seq's digits differ
+    assert lines[-2].startswith("bot log: removed, as the check passed"), lines
+
+
+def test_a_death_on_welcome_is_said_as_one(tmp_path: Path) -> None:
+    """It was "handshake: ok", then game 1 "crashed between games, after the last game_over"."""
+    code, out = check_bot(newcomer(tmp_path, "dies_on_welcome.py"))
+    assert code == 1, out
+    assert "then it died on the welcome" in out and "handshake: ok" not in out, out
+    assert ("exit code 1 after its hello, before the first game (on `welcome`): a bot must ignore (and may "
+            "log) the message types it does not handle") in out, out
+    assert "ValueError: unexpected message type welcome" in out and "between games" not in out, out
+    assert "game 1" not in out, out
+
+
+def test_check_bot_seed_chooses_the_games(tmp_path: Path) -> None:
+    """--seed N: the games are on seeds N, N, N + 1... (the bot logs each request's seed)."""
+    seeds = {}
+    for seed in (0, 7):
+        folder = newcomer(tmp_path / str(seed), "stdio_bot.py")
+        script = folder / "stdio_bot.py"
+        script.write_text(script.read_text().replace(
+            'elif message["type"] == "move_request":',
+            'elif message["type"] == "move_request":\n'
+            '        print("seed", message["state"]["seed"], file=sys.stderr, flush=True)', 1))
+        code, out = check_bot(folder, "--games", "3", "--seed", str(seed))
+        assert code == 0, out
+        log = (folder.parent / f"{folder.name}-logs" / f"{folder.name}.stderr.log").read_text()
+        seeds[seed] = [int(line.split()[1]) for line in log.splitlines() if line.startswith("seed ")]
+    for seed, seen in seeds.items():  # games 1 and 2 on SEED, 3 on SEED + 1, then the long game's
+        assert set(seen) == {seed, seed + 1, LONG_SEEDS["patchwork"]}, seen
+        assert seen[0] == seed and seen[-1] == LONG_SEEDS["patchwork"], seen
+
+
+def _compiled_newcomer(tmp_path: Path, source: str, build: str) -> Path:
+    folder = tmp_path / Path(source).stem.replace("_", "-")
+    folder.mkdir()
+    shutil.copy(NEWCOMER / source, folder / source)
+    write_bot(folder, folder.name, ["./bot"], protocol="stdio", build=build)
+    assert Manifest.load(folder).build == build
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain (apt-get install golang-go)")
+def test_a_go_bot_with_a_default_scanner_fails_the_check_on_the_long_game(tmp_path: Path) -> None:
+    """Its bufio.Scanner stops at 64 KiB: the ordinary games pass, the long game's first
+    request ends its loop, and it exits with status 0 ("it exited by itself", before)."""
+    folder = _compiled_newcomer(tmp_path, "go_scanner.go", "go build -o bot go_scanner.go")
+    code, out = check_bot(folder, "--games", "2")
+    assert code == 1, out
+    assert "game 1 (seat 0): " in out and "game 2 (seat 1): " in out and "game 1: " not in out, out
+    said = re.search(r"game 3: crash: bot go-scanner: exit code 0 - hint: it exited right after a message "
+                     r"of (\d{2},\d{3}) bytes: .*a Go bufio.Scanner stops at a line over 64 KiB.*"
+                     r"scanner.Buffer\(make\(\[\]byte, 1<<20\), 1<<20\)", out)
+    assert said and int(said[1].replace(",", "")) > GO_SCANNER_BYTES, out
+    assert "a bot must play many games" not in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("rustc") is None, reason="no Rust toolchain (apt-get install rustc)")
+def test_a_rust_bot_reading_into_an_8_kib_array_is_told_so(tmp_path: Path) -> None:
+    """It panics (exit status 101) on its first move_request: "died before its first move", before."""
+    folder = _compiled_newcomer(tmp_path, "fixed_array.rs", "rustc -O -o bot fixed_array.rs")
+    code, out = check_bot(folder, "--games", "1")
+    assert code == 1, out
+    assert re.search(r"game 1: crash: bot fixed-array: exit code 101 - hint: it died right after a message "
+                     r"of \d{2},\d{3} bytes: .*in Rust, read with io::stdin\(\).lock\(\).lines\(\) or "
+                     r"read_line into a String, not into a fixed array", out), out
+    assert "died before its first move" not in out and "EOF while parsing (8192 bytes)" in out, out
