@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.bots.manifest import Manifest
+from arena.bots.manifest import Manifest, bot_language
 from arena.channel.session import BAD_TEXT_CHARS, BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
@@ -65,10 +65,6 @@ GO_SCANNER_BYTES = 64 << 10  # bufio.MaxScanTokenSize: a longer line stops a def
 # Languages whose usual way of reading a line reads it whole: a death after a long message is
 # not blamed on a fixed-size buffer there unless it is a memory fault.
 _WHOLE_LINE_LANGUAGES = frozenset({"python", "js"})
-_LANGUAGE_BUILDS = {"go": "go", "cargo": "rust", "rustc": "rust", "cc": "c", "gcc": "c", "clang": "c",
-                    "c99": "c", "c++": "cpp", "g++": "cpp", "clang++": "cpp", "javac": "java", "java": "java"}
-_LANGUAGE_COMMANDS = {"java": "java", "node": "js", "nodejs": "js", "python": "python", "python3": "python"}
-_LANGUAGE_FILES = (("go.mod", "go"), ("Cargo.toml", "rust"))
 MISSING_SCAN = 1000  # entries of a bot's folder looked at for a hint naming its programs
 LOG_TAIL_LINES = 20  # of a bot's stderr log, shown with a start failure or a crash
 _LOG_TAIL_BYTES = 64 << 10  # read from the end of the log to find them
@@ -213,25 +209,6 @@ def _interpreter(first_line: bytes, script: str) -> str:
     if len(words) == 1:
         return Path(words[0]).name
     return _INTERPRETERS.get(Path(script).suffix, "<interpreter>")
-
-
-def bot_language(manifest: Manifest) -> str | None:
-    """The language a bot is most likely written in, for a hint: "go", "rust", "c", "cpp",
-    "java", "js", "python", or None; from its build's and command's programs (make: from the
-    files beside it)."""
-    build = (manifest.build or "").replace("&&", " ").replace(";", " ").split()
-    for word in build:
-        found = _LANGUAGE_BUILDS.get(Path(word).name)
-        if found is not None:
-            return found
-    if manifest.command:
-        found = _LANGUAGE_COMMANDS.get(Path(manifest.command[0]).name)
-        if found is not None:
-            return found
-    for name, language in _LANGUAGE_FILES:
-        if os.path.lexists(manifest.folder / name):
-            return language
-    return None
 
 
 def fixed_buffer_hint(size: int, language: str | None, ended: str = "died") -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots.manifest import Manifest
-from arena.bots.session import GO_SCANNER_BYTES, bot_language, fixed_buffer_hint
+from arena.bots.manifest import BOT_PATH, Manifest, bot_language, toolchain_used, version_hint
+from arena.bots.session import GO_SCANNER_BYTES, fixed_buffer_hint
 from arena.checks import LONG_SEEDS
 from arena.clock import TimeControl
 from arena.engine.components import ruleset_for
@@ -19,7 +19,7 @@ from arena.engine.state import GameState
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
 from tests.bots.test_hints import NEWCOMER, check_bot, newcomer
-from tests.helpers import write_bot
+from tests.helpers import needs_strict, write_bot
 
 
 @pytest.mark.parametrize(("size", "language", "said", "not_said"), [
@@ -155,3 +155,120 @@ def test_a_rust_bot_reading_into_an_8_kib_array_is_told_so(tmp_path: Path) -> No
                      r"of \d{2},\d{3} bytes: .*in Rust, read with io::stdin\(\).lock\(\).lines\(\) or "
                      r"read_line into a String, not into a fixed array", out), out
     assert "died before its first move" not in out and "EOF while parsing (8192 bytes)" in out, out
+
+
+# What the toolchains of Debian 12 (cargo 1.65.0, go 1.19.8) print for a bot a newer one made.
+_EDITION_2024 = """error: failed to parse manifest at `/tmp/b/r24/Cargo.toml`
+
+Caused by:
+  failed to parse the `edition` key
+
+Caused by:
+  this version of Cargo is older than the `2024` edition, and only supports `2015`, `2018`, and \
+`2021` editions."""
+_LOCK_4 = """error: failed to parse lock file at: /tmp/b/rl4/Cargo.lock
+
+Caused by:
+  lock file version `4` was found, but this version of Cargo does not understand this lock file, perhaps \
+Cargo needs to be updated?"""
+_GO_LINES = """go: errors parsing go.mod:
+/tmp/b/gtc/go.mod:3: invalid go version '1.22.1': must match format 1.23
+/tmp/b/gtc/go.mod:5: unknown directive: toolchain"""
+_GO_FORMAT = """go: errors parsing go.mod:
+/tmp/b/gtc/go.mod:3: invalid go version '1.22.1': must match format 1.23"""
+_GO_FEATURE = """# example.com/bot
+./main.go:3:29: cannot range over 3 (untyped int constant)
+note: module requires Go 1.22"""
+
+
+@pytest.mark.parametrize(("output", "toolchain", "said"), [
+    (_EDITION_2024, ("/usr/bin/cargo", "1.65.0"),
+     'Cargo.toml says edition = "2024", which cargo 1.65.0 does not know (a newer `cargo new` wrote it; '
+     'edition 2024 needs cargo 1.85): change it to edition = "2021"'),
+    (_LOCK_4, ("/usr/bin/cargo", "1.65.0"),
+     "Cargo.lock is version 4, which cargo 1.65.0 cannot read (a newer cargo wrote it): change its line "
+     "version = 4 to version = 3"),
+    (_GO_LINES, ("/usr/bin/go", "1.19.8"),
+     "go.mod's toolchain line (line 5) is unknown to go 1.19.8 (a Go from 1.21 on writes it): delete that "
+     "line, and change line 3, go 1.22.1, to go 1.19"),
+    (_GO_FORMAT, ("/usr/bin/go", "1.19.8"),
+     "go.mod's line 3, go 1.22.1: go 1.19.8 reads only go 1.N there: change it to go 1.19"),
+    (_GO_FEATURE, ("/usr/bin/go", "1.19.8"),
+     "go.mod says go 1.22, newer than go 1.19.8, and the code uses something go 1.19.8 does not have: "
+     "write go.mod's line as go 1.19"),
+    (_GO_FEATURE, None, "newer than the toolchain that ran"),
+    ("main.c:1:1: error: expected ';'", ("/usr/bin/gcc", "12.2.0"), ""),
+])
+def test_a_build_made_for_a_newer_toolchain_is_told_the_line_to_change(
+        output: str, toolchain: tuple[str, str] | None, said: str) -> None:
+    hint = version_hint(output, toolchain)
+    assert (said in hint and hint.startswith(" - hint: ")) if said else hint == "", hint
+
+
+def test_the_toolchain_a_build_ran_is_named_with_its_version() -> None:
+    cc = shutil.which("cc", path=BOT_PATH)
+    assert cc is not None
+    found = toolchain_used("cc -O2 -o bot bot.c && strip bot", BOT_PATH)
+    assert found is not None and found[0] == cc and re.fullmatch(r"\d+\.\d+(\.\d+)?", found[1]), found
+    assert toolchain_used("./build.sh", BOT_PATH) is None  # never a program of the bot's
+    assert toolchain_used("make", BOT_PATH) is None
+    assert toolchain_used("nosuchtoolchain-cc", BOT_PATH) is None
+
+
+def _system_version(program: str) -> tuple[int, ...] | None:
+    found = toolchain_used(program, BOT_PATH)
+    return tuple(int(part) for part in found[1].split(".")) if found and found[1] else None
+
+
+_OLD_CARGO = (_system_version("cargo") or (99,)) < (1, 78)  # before edition 2024 and lock file 4
+_OLD_GO = (_system_version("go") or (99,)) < (1, 21)  # before go.mod's toolchain line and go 1.N.P
+
+
+def _write(folder: Path, files: dict[str, str], build: str) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    write_bot(folder, folder.name, ["./bot"], protocol="stdio", build=build)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+_CARGO_TOML = '[package]\nname = "bot"\nversion = "0.1.0"\nedition = "{edition}"\n\n[dependencies]\n'
+_MAIN_RS = 'fn main() {\n    println!("hi");\n}\n'
+
+
+@pytest.mark.slow
+@needs_strict
+@pytest.mark.skipif(not _OLD_CARGO, reason="the system's cargo reads edition 2024 and lock file 4")
+def test_a_rust_bot_from_a_newer_cargo_is_told_the_line_to_change(tmp_path: Path) -> None:
+    build = "cargo build --release --offline && cp target/release/bot bot"
+    edition = _write(tmp_path / "edition", {"Cargo.toml": _CARGO_TOML.format(edition="2024"),
+                                            "src/main.rs": _MAIN_RS}, build)
+    lock_4 = 'version = 4\n\n[[package]]\nname = "bot"\nversion = "0.1.0"\n'
+    lock = _write(tmp_path / "lock", {"Cargo.toml": _CARGO_TOML.format(edition="2021"),
+                                      "src/main.rs": _MAIN_RS, "Cargo.lock": lock_4}, build)
+    cargo = shutil.which("cargo", path=BOT_PATH)
+    for folder, said in ((edition, 'change it to edition = "2021"'), (lock, "change its line version = 4")):
+        code, out = check_bot(folder, "--sandbox", "strict")
+        ran = rf"the build ran {re.escape(str(cargo))} 1\.\d+\.\d+ - hint: "
+        assert code == 1 and re.search(ran, out) and said in out, out
+
+
+@pytest.mark.slow
+@needs_strict
+@pytest.mark.skipif(not _OLD_GO, reason="the system's Go reads go.mod's toolchain line")
+def test_a_go_bot_from_a_newer_go_is_told_the_line_to_change(tmp_path: Path) -> None:
+    build = "go build -o bot ."
+    main = 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("hi")\n}\n'
+    module = "module example.com/bot\n\ngo 1.22"
+    lines = _write(tmp_path / "lines", {"go.mod": f"{module}.1\n\ntoolchain go1.22.3\n", "main.go": main},
+                   build)
+    ranges = main.replace('fmt.Println("hi")', "for i := range 3 {\n\t\tfmt.Println(i)\n\t}")
+    feature = _write(tmp_path / "feature", {"go.mod": f"{module}\n", "main.go": ranges}, build)
+    go = shutil.which("go", path=BOT_PATH)
+    for folder, said in ((lines, "go.mod's toolchain line (line 5) is unknown to go 1."),
+                         (feature, "go.mod says go 1.22, newer than go 1.")):
+        code, out = check_bot(folder, "--sandbox", "strict")
+        ran = rf"the build ran {re.escape(str(go))} 1\.\d+\.\d+ - hint: "
+        assert code == 1 and re.search(ran, out) and said in out, out
