@@ -272,3 +272,43 @@ def test_a_go_bot_from_a_newer_go_is_told_the_line_to_change(tmp_path: Path) -> 
         code, out = check_bot(folder, "--sandbox", "strict")
         ran = rf"the build ran {re.escape(str(go))} 1\.\d+\.\d+ - hint: "
         assert code == 1 and re.search(ran, out) and said in out, out
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_the_c_kit_reads_the_whole_message_and_the_patch_costs(tmp_path: Path) -> None:
+    """Given Patchwork's longest first request (86 KB) after a new_game whose player names
+    need \\u escapes (a surrogate pair too), the C kit buys the patch its heuristic values
+    most: its parser read the components (costs, income) and the whole request."""
+    import json
+    import subprocess
+
+    from arena import starter
+
+    folder = tmp_path / "ckit"
+    starter.create(folder, "c")
+    build = Manifest.load(folder).build
+    assert build is not None and "json.c" in build
+    subprocess.run(build, shell=True, cwd=folder, check=True, capture_output=True)
+    state = GameState.new(LONG_SEEDS["patchwork"])
+    tc = messages.time_control(1000, 10_000, 5000)
+    lines = [messages.welcome(), messages.new_game("g1", 0, state.ruleset, tc, ("ckit", "é\U0001F600")),
+             messages.move_request(1, "g1", state, [messages.clock(10_000, 5000)] * 2, legal_moves=True),
+             messages.shutdown()]
+    text = "".join(encode_trusted(line) + "\n" for line in lines)
+    assert len(text.splitlines()[2]) > GO_SCANNER_BYTES
+    done = subprocess.run(["./bot"], cwd=folder, input=text, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    hello, reply = (json.loads(line) for line in done.stdout.splitlines())
+    assert hello["type"] == "hello" and reply["type"] == "move" and reply["seq"] == 1, done.stdout
+    costs = {p["id"]: p for p in messages.components(state.ruleset)["patches"]}
+
+    def value(move: dict) -> float:  # bot.c's choose_move, in Python
+        if move["action"] != "buy":
+            return 0.0
+        patch = costs[move["patch"]]
+        gain = 2 * len(move["cells"]) + patch["income"] * 53 / 6.0 - patch["buttons_cost"]
+        return gain / max(patch["time_cost"], 1) - (1 if 5 - patch["buttons_cost"] < 2 else 0)
+
+    legal = [m.to_json() for m in state.legal_moves()]
+    assert reply["move"] in legal, reply
+    assert reply["move"]["action"] == "buy" and value(reply["move"]) == max(map(value, legal)), reply
