@@ -658,6 +658,11 @@ class BotHandle:
         long = self._long_message_hint(error)
         if long:
             return long
+        if self.hello and not self._moved_this_game and self._games_this_run <= 1:
+            # its first game since it started: no game_over came before, but the welcome did
+            return ("it died before its first move, in its first game since it started: on `welcome`, "
+                    "this game's new_game or its first move_request (its log says which); a bot must "
+                    "ignore (and may log) the message types it does not handle")
         if self.hello and not self._moved_this_game:
             return ("it died before its first move of this game: on this game's new_game or first "
                     "move_request, or still on the game_over of the game before (its log says which)")

@@ -312,3 +312,21 @@ def test_the_c_kit_reads_the_whole_message_and_the_patch_costs(tmp_path: Path) -
     legal = [m.to_json() for m in state.legal_moves()]
     assert reply["move"] in legal, reply
     assert reply["move"]["action"] == "buy" and value(reply["move"]) == max(map(value, legal)), reply
+
+
+def test_a_death_on_welcome_in_a_game_names_the_welcome(tmp_path: Path) -> None:
+    """In `arena play` the new_game follows the welcome at once, so the death is found in
+    game 1: its hint names the welcome, not "the game_over of the game before" (there was none)."""
+    from tests.helpers import arena
+
+    folder = newcomer(tmp_path, "dies_on_welcome.py")
+    proc = arena("play", str(folder), "random", "--games", "2", "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out.replace("  Traceback", ""), out
+    for game in (1, 2):
+        line = next(line for line in out.splitlines() if line.startswith(f"game {game}: "))
+        assert "dies-on-welcome lost by crash" in line, line
+        assert ("hint: it died before its first move, in its first game since it started: on `welcome`, "
+                "this game's new_game or its first move_request (its log says which); a bot must "
+                "ignore") in line, line
+        assert "the game_over of the game before" not in line, line
