@@ -274,20 +274,23 @@ def test_a_go_bot_from_a_newer_go_is_told_the_line_to_change(tmp_path: Path) -> 
         assert code == 1 and re.search(ran, out) and said in out, out
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
-def test_the_c_kit_reads_the_whole_message_and_the_patch_costs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("lang", "compiler", "parser"), [("c", "cc", "json.c"), ("cpp", "c++", "json.hpp")])
+def test_the_c_and_cpp_kits_read_the_whole_message_and_the_patch_costs(
+        tmp_path: Path, lang: str, compiler: str, parser: str) -> None:
     """Given Patchwork's longest first request (86 KB) after a new_game whose player names
-    need \\u escapes (a surrogate pair too), the C kit buys the patch its heuristic values
+    need \\u escapes (a surrogate pair too), the kit buys the patch its heuristic values
     most: its parser read the components (costs, income) and the whole request."""
     import json
     import subprocess
 
     from arena import starter
 
-    folder = tmp_path / "ckit"
-    starter.create(folder, "c")
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no {compiler}")
+    folder = tmp_path / "kit"
+    starter.create(folder, lang)
     build = Manifest.load(folder).build
-    assert build is not None and "json.c" in build
+    assert build is not None and (folder / parser).is_file()
     subprocess.run(build, shell=True, cwd=folder, check=True, capture_output=True)
     state = GameState.new(LONG_SEEDS["patchwork"])
     tc = messages.time_control(1000, 10_000, 5000)
