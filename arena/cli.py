@@ -566,11 +566,13 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str | None, s
               help="Games against the random sample bot (both seats).")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for logs (default: a temporary folder).")
+@click.option("--seed", type=SEEDS, default=0, show_default=True,
+              help="Seed of the first pair of games (the next pair uses SEED+1, ...).")
 @_time_control_options
 @_game_options
 @_sandbox_option("none")
 @_trace_option
-def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_ms: int,
+def check_bot(bot: Path, games: int, logs: Path | None, seed: int, per_move_ms: int, bank_ms: int,
               first_move_ms: int, game: str, components_file: Path | None, sandbox: str,
               trace: bool) -> None:
     """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
@@ -580,7 +582,7 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
     _start_trace(trace)
     report = run_conformance(bot, games=games, log_dir=logs, ruleset=_ruleset(game, None, components_file),
                              per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms,
-                             launcher=launcher)
+                             launcher=launcher, seed=seed)
     _echo_report(report)
     if report.problems:
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
