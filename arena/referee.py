@@ -196,15 +196,17 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
               first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
               game_id: str = "game", on_move: MoveCallback | None = None,
               clock: Callable[[], float] = time.monotonic, ruleset: Ruleset | None = None,
-              measure: bool = False) -> GameResult:
+              measure: bool = False, hidden_seed: int | None = None) -> GameResult:
     """Play one game; ``bots[i]`` sits in seat i. Never raises because of a bot.
 
-    ``ruleset`` chooses the game (default: Patchwork of ``edition``). ``measure``: time the
+    ``ruleset`` chooses the game (default: Patchwork of ``edition``). ``hidden_seed`` draws
+    what no player may know (Stack'n Stuff's join order; see :meth:`GameState.new`): give one
+    no bot can guess (:func:`arena.tournament.schedule.hidden_seed`). ``measure``: time the
     referee's own work and the freezer per move (``overhead_ns``, ``freeze_ns``: the
     bench's figures; a tournament does not pay for them)."""
     started_at = utc_now()
     wall_start = time.perf_counter()
-    state = GameState.new(seed, edition, first_player, ruleset=ruleset)
+    state = GameState.new(seed, edition, first_player, ruleset=ruleset, hidden_seed=hidden_seed)
     initial = state.clone()
     players = (bots[0].name, bots[1].name)
     components_table = messages.components(state.ruleset)
@@ -321,7 +323,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
                 bots[seat].kill()
             else:
                 bots[seat].freeze()  # till its next turn (it is thawed only if it had much to read)
-    record = make_record(initial, players, moves, result, game_id=game_id,
+    record = make_record(initial, players, moves, result, hidden_seed=hidden_seed, game_id=game_id,
                          time_control=time_control.to_json(), started_at=started_at,
                          finished_at=utc_now())
     return GameResult(record, termination, winner, loser, detail, overhead,
