@@ -78,10 +78,10 @@ def tournament_lineup(config: TournamentConfig, launcher: Launcher | None = None
     """The lineup of a tournament: its entrants by name, its time control, rules, the
     launcher (default: the one for the config's sandbox level) and the secret of its hidden
     draws (:meth:`ResultStore.hidden_key`; default: a fresh one)."""
-    return Lineup(config.folders, config.names, time_control=TimeControl(**config.time_control),
-                  ruleset=config.ruleset(), edition=config.edition,
-                  launcher=launcher or Launcher.for_level(config.sandbox), pondering=config.pondering,
-                  **({"hidden_key": hidden_key} if hidden_key is not None else {}))
+    lineup = Lineup(config.folders, config.names, time_control=TimeControl(**config.time_control),
+                    ruleset=config.ruleset(), edition=config.edition,
+                    launcher=launcher or Launcher.for_level(config.sandbox), pondering=config.pondering)
+    return lineup if hidden_key is None else dataclasses.replace(lineup, hidden_key=hidden_key)
 
 
 def run_tournament(config: TournamentConfig, *, executor: Executor | None = None,
