@@ -262,4 +262,5 @@ def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: 
         with _pools_lock:
             _pools[thread_key] = pool_entry
     pool, built = pool_entry
-    return spec, built.play(pool, spec)
+    # this tournament's secret (a pool is shared by the tournaments with the same bots and settings)
+    return spec, dataclasses.replace(built, hidden_key=lineup.hidden_key).play(pool, spec)

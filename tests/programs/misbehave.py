@@ -11,9 +11,17 @@ kind plays normally and appends every message it receives to LOG (the last argum
 ``hostile_error`` gives up with an ``error`` message full of control sequences and a lone
 surrogate, and ``hostile_info`` plays normally with such an ``info`` string on every move;
 ``spin_helpers N`` plays normally with N helper processes that spin forever (computing
-between its moves); ``slow S K`` plays normally but takes S seconds (sleeping) over K of its
-moves (from its third); ``lingers FILE`` plays normally but, told to shut down, writes FILE
-and sleeps a minute before it exits.
+between its moves); ``spin_after_reply`` plays normally with one helper that spins forever and
+reports on stderr (``spin_after_reply: {json}``) the helper's CPU between each reply and the
+next request, and from its hello to its first request (what it got while its opponent
+started); ``predict_order`` plays Stack'n Stuff (buying when it can) and tries to predict the
+hidden order in which the stuff tiles join: from guessable seeds (those of ``arena play`` and
+of a tournament, with the public engine) and from an earlier game in this process with the
+same circle (the other game of a seat-swapped pair); it reports each prediction before the
+tiles join, and what it saw once they had (``predict_order: {json}``); ``slow S K`` plays
+normally but takes S seconds (sleeping) over K of its moves (from its third); ``lingers
+FILE`` plays normally but, told to shut down, writes FILE and sleeps a minute before it
+exits.
 Unsandboxed stdio bots, whose parent is the referee: ``kill_referee [SIG]`` sends it SIG
 (SIGKILL) at every move from its third; ``stop_referee_once MARKER`` stops it (SIGSTOP) at
 its third move unless the file MARKER exists (it creates it), then plays on normally;
@@ -625,8 +633,113 @@ PATHOLOGICAL = {
 }
 
 
+class OrderPredictor:
+    """The ``predict_order`` kind: what a bot can compute of the hidden join order."""
+
+    def __init__(self) -> None:
+        self.players: list[str] = []
+        self.game_id = ""
+        self.circle: tuple[int, ...] | None = None  # this game's circle at setup, once found
+        self.seen: dict[tuple[int, ...], list[int]] = {}  # setup circle -> the join order observed
+        self.predicted = self.observed = False
+
+    def new_game(self, message: dict) -> None:
+        self.players, self.game_id = list(message["players"]), message["game_id"]
+        self.circle, self.predicted, self.observed = None, False, False
+
+    def tell(self, route: str, **fields: object) -> None:
+        report("predict_order: " + json.dumps({"game": self.game_id, "route": route, **fields}))
+
+    def guessable_seeds(self) -> list[tuple[str, int]]:
+        """`arena play`'s (0 + game number, and nearby --seed values) and a tournament's
+        (pair_seed of base seeds near the default 1, both orders of the names, pairs 0..63)."""
+        from arena.tournament.schedule import pair_seed
+
+        seeds = [("play", s) for s in range(256)]
+        names = sorted(self.players)
+        for base in range(4):
+            for pairing in (tuple(names), tuple(names[::-1])):
+                seeds += [("tournament", pair_seed(base, pairing, k)) for k in range(64)]  # type: ignore[arg-type]
+        return seeds
+
+    def move_request(self, state: GameState) -> None:
+        rules = state.ruleset
+        late = set(rules.late_patch_ids)
+        if not late:
+            return
+        placed = {entry[0] for side in state.placed for entry in side}
+        if not self.predicted and state.reserve:
+            self.predicted = True
+            for route, seed in self.guessable_seeds():
+                setup = GameState.new(seed, ruleset=rules)
+                left = [pid for pid in setup.circle if pid not in placed]
+                if _rotation_of(left, state.circle):
+                    self.circle = tuple(setup.circle)
+                    self.tell("seed", how=route, seed=seed, order=setup.reserve)
+                    break
+            else:
+                self.tell("seed", how=None)
+            if self.circle is not None and self.circle in self.seen:
+                known = self.seen[self.circle]
+                guess = known + sorted(late - set(known))
+                self.tell("pair", order=guess)
+        if not self.observed and not state.reserve:
+            self.observed = True
+            order = _joined_order(state.circle, late)
+            self.tell("observed", order=order)
+            if self.circle is not None and order and self.circle not in self.seen:
+                self.seen[self.circle] = order
+
+
+def _rotation_of(items: list[int], circle: list[int]) -> bool:
+    return len(items) == len(circle) and any(items[i:] + items[:i] == circle for i in range(len(items)))
+
+
+def _joined_order(circle: list[int], late: set[int]) -> list[int]:
+    """The stuff tiles still in the circle, in the order they joined: cyclically, the run of
+    them that follows the last stack tile ([] when no stack tile is left to tell)."""
+    stack = [i for i, pid in enumerate(circle) if pid not in late]
+    if not stack:
+        return []
+    start = stack[-1] + 1
+    turned = circle[start:] + circle[:start]
+    return [pid for pid in turned if pid in late]
+
+
+class SpinAfterReply:
+    """The ``spin_after_reply`` kind: a helper spins forever; the bot reads the helper's CPU
+    clock (clock_gettime of another process's CPU clock) before each reply and when the next
+    request comes, which bounds what the helper computed while the bot waited (it includes the
+    moment from the thaw until the bot reads the request)."""
+
+    def __init__(self) -> None:
+        self.helper = os.fork()
+        if self.helper == 0:
+            while True:
+                pass
+        self.clock = ((~self.helper) << 3) | 2  # CPUCLOCK_SCHED of a process (linux/posix-timers.h)
+        self.mark: tuple[float, float] | None = (time.clock_gettime(self.clock), time.monotonic())
+        self.first = True
+
+    def request(self) -> None:
+        if self.mark is not None:
+            used_ms = (time.clock_gettime(self.clock) - self.mark[0]) * 1000
+            wall_ms = (time.monotonic() - self.mark[1]) * 1000
+            report("spin_after_reply: " + json.dumps({"wait": "start" if self.first else "move",
+                                                      "helper_cpu_ms": round(used_ms, 3),
+                                                      "wall_ms": round(wall_ms, 3)}))
+        self.first = False
+        self.mark = None
+
+    def replying(self) -> None:
+        self.mark = (time.clock_gettime(self.clock), time.monotonic())
+
+
 def move_reply(seq: int, state: GameState) -> dict:
-    return {"type": "move", "seq": seq, "move": state.legal_moves()[0].to_json(state.ruleset.cols)}
+    moves = state.legal_moves()
+    if KIND == "predict_order":  # buys when it can, so that the stuff tiles join before the end
+        moves = [m for m in moves if m.to_json(state.ruleset.cols)["action"] == "buy"] or moves
+    return {"type": "move", "seq": seq, "move": moves[0].to_json(state.ruleset.cols)}
 
 
 def main() -> None:
@@ -661,6 +774,8 @@ def main() -> None:
             os._exit(0)
     if KIND in ATTEMPTS:
         ATTEMPTS[KIND]()
+    predictor = OrderPredictor() if KIND == "predict_order" else None
+    spinner = SpinAfterReply() if KIND == "spin_after_reply" else None
     if KIND == "spin_helpers":
         for _ in range(int(ARGS[0])):
             if os.fork() == 0:
@@ -683,11 +798,19 @@ def main() -> None:
             end = time.process_time() + float(ARGS[0])
             while time.process_time() < end:
                 pass
+        if message["type"] == "new_game" and predictor is not None:
+            predictor.new_game(message)
         if message["type"] != "move_request":
             continue
+        if spinner is not None:
+            spinner.request()
         seq = message["seq"]
         state = GameState.from_json(message["state"])
         moves_made += 1
+        if predictor is not None:
+            predictor.move_request(state)
+        if spinner is not None:
+            spinner.replying()
         if moves_made < TRIGGER_MOVE:
             link.send(move_reply(seq, state))
             continue
@@ -786,7 +909,8 @@ def main() -> None:
                 time.sleep(float(ARGS[0]))
             link.send(move_reply(seq, state))
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
-                      "spin_helpers", "reconnect_per_game", "lingers") or KIND in ATTEMPTS:
+                      "spin_helpers", "reconnect_per_game", "lingers", "predict_order",
+                      "spin_after_reply") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
         elif KIND == "bridge_forge":  # ZeroMQ: write a frame of the bridge's own into its pipe
             import struct
