@@ -28,9 +28,9 @@
     return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); });
   }
-  function debounce(fn, ms) {
+  function throttle(fn, ms) {  // fn runs at most once per ms, and always after the last call
     let t = null;
-    return function () { if (t) clearTimeout(t); t = setTimeout(function () { t = null; fn(); }, ms); };
+    return function () { if (!t) t = setTimeout(function () { t = null; fn(); }, ms); };
   }
   function cell(tr, text, cls) {
     const td = document.createElement("td");
@@ -138,7 +138,7 @@
     if (pick) pick.addEventListener("change", function () {
       if (pick.value && names.indexOf(pick.value) < 0) { names.push(pick.value); redraw(); }
     });
-    on("game_ended", debounce(redraw, 1500));
+    on("game_ended", throttle(redraw, 1500));
   }
 
   // ------------------------------------------------------------------ the leaderboard
@@ -179,13 +179,13 @@
         tbody.appendChild(tr);
       });
     }
-    const refresh = debounce(function () { getJSON("/api/leaderboard").then(rows).catch(function () {}); }, 250);
+    const refresh = throttle(function () { getJSON("/api/leaderboard").then(rows).catch(function () {}); }, 250);
     on("game_ended", refresh);
     on("version", refresh);
     on("bot", refresh);
     on("ladder", refresh);
     const running = document.getElementById("running");
-    const countRunning = debounce(function () {
+    const countRunning = throttle(function () {
       getJSON("/api/ladder").then(function (l) { running.textContent = String(l.running); }).catch(function () {});
     }, 500);
     on("game_started", countRunning);
@@ -219,7 +219,7 @@
         tbody.appendChild(tr);
       });
     }
-    const refresh = debounce(function () {
+    const refresh = throttle(function () {
       getJSON("/api/games?limit=100" + (bot ? "&bot=" + encodeURIComponent(bot) : "")).then(rows)
         .catch(function () {});
     }, 400);
