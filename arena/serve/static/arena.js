@@ -121,6 +121,7 @@
         const label = bot.name + ".v" + bot.playing_version;
         out.push({name: bot.name, points: history[label] || []});
       }
+      out.forEach(function (s) { s.points = s.points.slice().sort(function (a, b) { return a.game - b.game; }); });
       return out;
     });
   }
@@ -186,7 +187,10 @@
     on("ladder", refresh);
     const running = document.getElementById("running");
     const countRunning = throttle(function () {
-      getJSON("/api/ladder").then(function (l) { running.textContent = String(l.running); }).catch(function () {});
+      getJSON("/api/ladder").then(function (l) {
+        running.textContent = String(l.running);
+        document.getElementById("games-stored").textContent = String(l.games);
+      }).catch(function () {});
     }, 500);
     on("game_started", countRunning);
     on("game_ended", countRunning);
