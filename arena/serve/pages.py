@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -37,7 +38,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
 
 from arena.errors import ArenaError, RecordError
-from arena.report.render import num, pct, text, visible, visible_data
+from arena.report.render import MISSING, num, pct, text, visible, visible_data
 from arena.resources import package_path
 from arena.serve.archive import Limits
 from arena.serve.service import Arena, public_record
@@ -150,6 +151,30 @@ def bot_of(label: str) -> str:
     return name if dot and number.isdigit() else str(label)
 
 
+def _board_row(r: dict[str, Any]) -> dict[str, str]:
+    """A leaderboard row as the strings the page prints: formatted here in one pass, so the
+    template only escapes them (300 rows in a few milliseconds)."""
+    elo = r["elo"]
+    last = r["last_game"]
+    return {
+        "rank": str(r["rank"]),
+        "bot": r["bot"],
+        "bot_url": "/bots/" + quote(r["bot"], safe=""),
+        "author": text(r["author"]),
+        "version": f"v{r['version']}",
+        "mu": num(r["mu"], ".2f"),
+        "sigma": num(r["sigma"], ".2f"),
+        "conservative": num(r["conservative"], ".2f"),
+        "elo": MISSING if elo is None else f"{elo:.0f} ",
+        "elo_range": "" if elo is None else f"({r['elo_low']:.0f}–{r['elo_high']:.0f})",
+        "games": str(r["games"]),
+        "win_rate": pct(r["win_rate"]),
+        "failures": str(r["failures"]),
+        "last_url": "" if not last else "/games/" + quote(last, safe=""),
+        "last_at": when(r["last_at"]),
+    }
+
+
 def session_secret(arena: Arena) -> str:
     """The key that signs session cookies: made once, kept in the arena's settings table."""
     secret = arena.store.setting(SESSION_SECRET_SETTING)
@@ -236,6 +261,7 @@ def add_pages(
     env = environment()
     limits = Limits(max_bytes=max_upload_bytes)
     clock = MoveClock()
+    app.state.move_clock = clock
     app.add_middleware(
         SessionMiddleware,
         secret_key=session_secret(arena),
@@ -335,7 +361,7 @@ def add_pages(
     # ------------------------------------------------------------------ the leaderboard
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def leaderboard_page(request: Request) -> Response:
-        rows = arena.leaderboard()
+        rows = [_board_row(r) for r in arena.leaderboard()]
         return page(
             request,
             "leaderboard.html",
@@ -385,8 +411,10 @@ def add_pages(
                 "running": data["running"],
             }
         else:
-            data["from"] = 0
+            data = dict(data, **{"from": 0})
         return JSONResponse(data, headers={"Cache-Control": "no-store"})
+
+    live_cache: dict[tuple[str, int], dict[str, Any]] = {}
 
     def replay_payload(game_id: str) -> dict[str, Any] | None:
         """The viewer's data (arena.report.replay_html.replay_data) for a finished game, or for
@@ -402,6 +430,9 @@ def add_pages(
         from arena.report.replay_html import replay_data
 
         shown_count = clock.shown_moves(game_id, len(moves), spectator_delay(arena))
+        cached = live_cache.get((game_id, shown_count))
+        if cached is not None:  # every spectator asks after each move: replayed once
+            return dict(cached, hidden_moves=len(moves) - shown_count)
         o = arena.options
         record = {
             "ruleset": o.game,
@@ -425,13 +456,19 @@ def add_pages(
         data["seed"] = None  # not told before the game ends
         data["result"] = None
         data["running"] = True
-        data["hidden_moves"] = len(moves) - shown_count
-        return visible_data(data)
+        data = visible_data(data)
+        if len(live_cache) >= 256:
+            live_cache.clear()
+        live_cache[(game_id, shown_count)] = data
+        return dict(data, hidden_moves=len(moves) - shown_count)
 
-    @lru_cache(maxsize=64)
+    finished_cache: dict[str, dict[str, Any]] = {}
+
     def finished_replay(game_id: str) -> dict[str, Any] | None:
         from arena.report.replay_html import replay_data
 
+        if game_id in finished_cache:
+            return finished_cache[game_id]
         record = arena.results.record(game_id)
         if record is None:
             return None
@@ -442,7 +479,11 @@ def add_pages(
             return None
         data["running"] = False
         data["hidden_moves"] = 0
-        return visible_data(data)
+        data = visible_data(data)
+        if len(finished_cache) >= 64:  # a game not found is not kept: it may be stored a moment later
+            finished_cache.pop(next(iter(finished_cache)), None)
+        finished_cache[game_id] = data
+        return data
 
     # ------------------------------------------------------------------ a bot
     @app.get("/bots/{name}", response_class=HTMLResponse, include_in_schema=False)
@@ -639,6 +680,7 @@ def add_pages(
             "admin.html",
             authors=[a for a in arena.store.authors() if a["name"] != HOUSE],
             bots=arena.store.bots(),
+            playing={v.bot: v.number for v in arena.playing()},
             frozen=arena.store.setting("frozen_board") is not None,
             pairings=arena.store.pairings(100),
             delay=spectator_delay(arena),

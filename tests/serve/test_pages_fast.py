@@ -170,11 +170,57 @@ def test_leaderboard_renders_300_bots_and_100k_games_fast(client: TestClient, ar
     client.get("/")  # warm
     times = []
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time (the test client's too): the machine may be busy
         response = client.get("/")
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
         assert response.status_code == 200
     assert response.text.count("<tr data-bot=") == 302  # the two house bots too
     median = statistics.median(times)
-    print(f"leaderboard page, 302 bots, 100,000 games: median {median * 1000:.1f} ms of 5")
-    assert median < 0.25, f"the leaderboard took {median * 1000:.0f} ms (aim: under 100 ms)"
+    print(f"leaderboard page, 302 bots, 100,000 games: median {median * 1000:.1f} ms CPU of 5")
+    assert median < 0.1, f"the leaderboard took {median * 1000:.0f} ms of CPU (aim: under 100 ms)"
+
+
+def live_game(arena: Arena, moves: int) -> str:
+    """A game in progress in the arena's live table, ``moves`` random legal moves in."""
+    import random
+
+    from arena.engine import GameState
+    from arena.serve.service import LiveGame
+    from arena.tournament.schedule import GameSpec
+
+    spec = GameSpec(7, "ladder-0000007", "random.v1", "greedy.v1", 12345, 4)
+    state = GameState.new(spec.seed, arena.options.edition, 0)
+    rng = random.Random(1)
+    entries = []
+    for _ in range(moves):
+        move = rng.choice(state.legal_moves())
+        entries.append({"player": state.to_move(), **move.to_json(state.ruleset.cols), "info": HOSTILE})
+        state.apply(move)
+    arena.live[spec.game_id] = LiveGame(spec, time.time(), entries)
+    return spec.game_id
+
+
+def test_a_game_in_progress_replays_and_grows(client: TestClient, arena: Arena) -> None:
+    game_id = live_game(arena, 6)
+    page = client.get(f"/games/{game_id}")
+    assert page.status_code == 200 and f'data-replay="/games/{game_id}/replay.json"' in page.text
+    data = client.get(f"/games/{game_id}/replay.json").json()
+    assert data["running"] is True and data["result"] is None and data["seed"] is None
+    assert len(data["moves"]) == 6 and len(data["states"]) == 7 and data["moves"][0]["info"] == HOSTILE
+    more = client.get(f"/games/{game_id}/replay.json?start=4").json()
+    assert more["from"] == 4 and len(more["moves"]) == 2 and len(more["states"]) == 2
+
+
+def test_the_spectator_delay_hides_the_newest_moves(client: TestClient, arena: Arena) -> None:
+    from arena.serve.pages import SPECTATOR_DELAY_SETTING
+
+    game_id = live_game(arena, 6)
+    clock = client.app.state.move_clock  # type: ignore[attr-defined]
+    now = time.time()
+    clock.times[game_id] = [now - 100, now - 100, now - 100, now - 100, now - 1, now]  # the last two: new
+    arena.store.set_setting(SPECTATOR_DELAY_SETTING, 30)
+    data = client.get(f"/games/{game_id}/replay.json").json()
+    assert len(data["moves"]) == 4 and data["hidden_moves"] == 2
+    assert 'data-delay="30"' in client.get(f"/games/{game_id}").text
+    arena.store.set_setting(SPECTATOR_DELAY_SETTING, 0)
+    assert len(client.get(f"/games/{game_id}/replay.json").json()["moves"]) == 6
