@@ -235,6 +235,19 @@ def test_author_uploads_through_the_form(server: Server, browser: Any, tmp_path:
             cause = section.find_element(By.CSS_SELECTOR, "td.cause").text
             assert "exit code 3" in cause, cause
             shot(browser, "my-arena")
+    # a folder, packed as a zip by the page's script (stored, with the CRC of each file)
+    folder = player(tmp_path / "slowbot-2" / "slowbot", "slowbot", sleep_s=0.12)
+    browser.find_element(By.ID, "folder").send_keys(str(folder))
+    field = browser.find_element(By.ID, "bot-name")
+    field.clear()
+    field.send_keys("slowbot" + Keys.ENTER)
+    wait_for(
+        lambda: "slowbot.v2 uploaded" in browser.find_element(By.TAG_NAME, "body").text,
+        30,
+        "the folder to be uploaded as slowbot v2",
+    )
+    versions = server.api("GET", "/api/bots/slowbot")["versions"]
+    assert [v["number"] for v in versions] == [1, 2]
     assert console_errors(browser) == []
 
 

@@ -224,3 +224,39 @@ def test_the_spectator_delay_hides_the_newest_moves(client: TestClient, arena: A
     assert 'data-delay="30"' in client.get(f"/games/{game_id}").text
     arena.store.set_setting(SPECTATOR_DELAY_SETTING, 0)
     assert len(client.get(f"/games/{game_id}/replay.json").json()["moves"]) == 6
+
+
+def test_an_author_chooses_the_version_that_plays(client: TestClient, arena: Arena) -> None:
+    token = arena.store.add_author("alice")
+    author = arena.store.author_by_token(token)
+    assert author is not None
+    arena.store.claim_bot("mine", author.id, "")
+    for number in (1, 2):
+        version, _ = arena.store.add_version("mine", f"d{number}", lambda n: "/nowhere")
+        assert version is not None
+        arena.store.set_state(version.id, "active")
+    sign_in(client, token)
+    assert {v.bot: v.number for v in arena.playing()}["mine"] == 2  # the newest
+    page = client.get("/me")
+    assert '<option value="1"' in page.text
+    client.post("/me/bots/mine/active", data={"version": "1", "csrf": csrf_of(page.text)})
+    assert {v.bot: v.number for v in arena.playing()}["mine"] == 1
+    assert "version 1, chosen by you" in client.get("/me").text
+    client.post("/me/bots/mine/active", data={"version": "newest", "csrf": csrf_of(page.text)})
+    assert {v.bot: v.number for v in arena.playing()}["mine"] == 2
+    response = client.post("/me/bots/random/active", data={"version": "1", "csrf": csrf_of(page.text)})
+    assert response.status_code == 403  # a house bot: another author's
+
+
+def test_the_organizer_quarantines_and_restores_a_bot(client: TestClient, arena: Arena) -> None:
+    sign_in(client, ORGANIZER)
+    page = client.get("/admin")
+    client.post("/admin/bots/random/quarantine", data={"csrf": csrf_of(page.text)})
+    assert arena.store.bot("random")["quarantined"] is True  # type: ignore[index]
+    assert 'data-bot="random"' not in client.get("/").text
+    client.post("/admin/bots/random/restore", data={"csrf": csrf_of(page.text)})
+    assert arena.store.bot("random")["quarantined"] is False  # type: ignore[index]
+    response = client.post("/admin/authors", data={"name": "carol", "csrf": csrf_of(page.text)})
+    shown_token = re.findall(r"pwa_[\w-]+", response.text)
+    assert len(shown_token) == 1 and arena.store.author_by_token(shown_token[0]) is not None
+    assert "pwa_" not in client.get("/admin").text  # shown once
