@@ -136,6 +136,16 @@ def shot(driver: Any, name: str) -> None:
     driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
 
 
+def page_text(driver: Any) -> str:
+    """The page's text, or "" while it is being replaced (a navigation makes elements stale)."""
+    from selenium.common.exceptions import WebDriverException
+
+    try:
+        return str(driver.execute_script("return document.body ? document.body.innerText : '';"))
+    except WebDriverException:
+        return ""
+
+
 def mark_page(driver: Any) -> None:
     """A global that a reload would lose."""
     driver.execute_script("window.__sameDocument = true;")
@@ -220,7 +230,7 @@ def test_author_uploads_through_the_form(server: Server, browser: Any, tmp_path:
         field.clear()
         field.send_keys(name + Keys.ENTER)  # Enter submits the form
         wait_for(
-            lambda n=name: f"{n}.v1 uploaded" in browser.find_element(By.TAG_NAME, "body").text,
+            lambda n=name: f"{n}.v1 uploaded" in page_text(browser),
             30,
             f"{name} to be uploaded",
         )
@@ -242,7 +252,7 @@ def test_author_uploads_through_the_form(server: Server, browser: Any, tmp_path:
     field.clear()
     field.send_keys("slowbot" + Keys.ENTER)
     wait_for(
-        lambda: "slowbot.v2 uploaded" in browser.find_element(By.TAG_NAME, "body").text,
+        lambda: "slowbot.v2 uploaded" in page_text(browser),
         30,
         "the folder to be uploaded as slowbot v2",
     )

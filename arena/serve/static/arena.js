@@ -336,7 +336,8 @@
         data.append("name", form.elements.name.value);
         data.append("archive", zip(files), "folder.zip");
         status.textContent = "uploading\u2026";
-        return fetch(form.action, {method: "POST", body: data, credentials: "same-origin"});
+        // not following the redirect: the next page shows the server's note on the upload
+        return fetch(form.action, {method: "POST", body: data, credentials: "same-origin", redirect: "manual"});
       }).then(function () { window.location.assign("/me"); })
         .catch(function (err) { status.textContent = "the upload failed: " + err.message; });
     });
