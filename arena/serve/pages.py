@@ -310,8 +310,8 @@ def add_pages(
         return form
 
     def flash(request: Request, kind: str, message: str) -> None:
-        notes = list(request.session.get("flash") or [])[-4:]
-        notes.append([kind, " ".join(message.split())[:1000]])
+        notes = list(request.session.get("flash") or [])[-2:]  # the cookie stays far under 4 kB
+        notes.append([kind, " ".join(message.split())[:400]])
         request.session["flash"] = notes
 
     def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:

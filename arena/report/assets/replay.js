@@ -337,7 +337,7 @@
                          (D.result.detail ? " \u2014 " + D.result.detail : "")));
     }
     items.forEach(function (li, i) { li.classList.toggle("current", i === k - 1); });
-    end.classList.toggle("current", k === N);
+    end.classList.toggle("current", k === N && !!D.result);
     const cur = k > 0 ? items[k - 1] : null;
     if (cur) {
       const box = list.getBoundingClientRect(), r = cur.getBoundingClientRect();

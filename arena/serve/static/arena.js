@@ -61,6 +61,10 @@
     document.getElementById("status").textContent = d.paused ? "The ladder is paused: no new game starts." : "";
   });
 
+  on("error", function (d) {  // the organizer hears what went wrong (a game not stored, the host gone)
+    if (page === "admin" && d.message) document.getElementById("status").textContent = "The server: " + d.message;
+  });
+
   // ------------------------------------------------------------------ the rating chart
   const COLORS = ["#e8590c", "#5f3dc4", "#2b8a3e", "#1c7ed6", "#c2255c", "#f08c00", "#0c8599", "#495057"];
   const SVG = "http://www.w3.org/2000/svg";
