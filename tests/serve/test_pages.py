@@ -199,13 +199,17 @@ def test_leaderboard_row_changes_without_reload(server: Server, browser: Any) ->
     from selenium.webdriver.common.by import By
 
     browser.get(server.url + "/")
-    cell = 'tr[data-bot="random"] td.games'
-    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, cell), 20, "random's row")
-    mark_page(browser)
-    before = browser.find_element(By.CSS_SELECTOR, cell).text
-    wait_for(
-        lambda: browser.find_element(By.CSS_SELECTOR, cell).text != before, 60, "random's games to change"
+    script = (
+        "const c = document.querySelector('tr[data-bot=\"random\"] td.games'); return c && c.textContent;"
     )
+
+    def games() -> str | None:  # read in one script: the rows are redrawn as games end
+        return browser.execute_script(script)  # type: ignore[no-any-return]
+
+    wait_for(games, 20, "random's row")
+    mark_page(browser)
+    before = games()
+    wait_for(lambda: games() not in (before, None), 60, "random's games to change")
     assert same_page(browser), "the page was reloaded"
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#chart svg polyline"), 20, "the rating chart")
     assert console_errors(browser) == []
