@@ -15,15 +15,18 @@ Every form carries the session's CSRF token, checked on every POST.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import (
@@ -271,9 +274,18 @@ def add_pages(
         https_only=secure_cookies,
     )
 
-    @app.on_event("startup")
-    async def _start_clock() -> None:
-        app.state.move_clock_task = asyncio.create_task(clock.listen(events))
+    inner_lifespan = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app_: Any) -> AsyncIterator[Any]:
+        async with inner_lifespan(app_) as state:  # create_app's own (the event loop for Events)
+            task = asyncio.create_task(clock.listen(events))
+            try:
+                yield state
+            finally:
+                task.cancel()
+
+    app.router.lifespan_context = lifespan
 
     # ------------------------------------------------------------------ sessions
     def signed_in(request: Request) -> Author | None:
@@ -359,9 +371,14 @@ def add_pages(
         )
 
     # ------------------------------------------------------------------ the leaderboard
+    shown_board: list[Any] = [None, []]  # the leaderboard's JSON bytes, and its rows as printed
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def leaderboard_page(request: Request) -> Response:
-        rows = [_board_row(r) for r in arena.leaderboard()]
+        board = arena.leaderboard_json()  # built once per change, shared with /api/leaderboard
+        if board is not shown_board[0]:
+            shown_board[:] = [board, [_board_row(r) for r in orjson.loads(board)]]
+        rows = shown_board[1]
         return page(
             request,
             "leaderboard.html",
@@ -685,8 +702,8 @@ def add_pages(
             pairings=arena.store.pairings(100),
             delay=spectator_delay(arena),
             new_token=new_token,
-            exports=sorted((p.name for p in (arena.data / "exports").glob("*")), reverse=True)[:10]
-            if (arena.data / "exports").is_dir()
+            exports=sorted((p.name for p in (arena.files / "exports").glob("*")), reverse=True)[:10]
+            if (arena.files / "exports").is_dir()
             else [],
         )
 

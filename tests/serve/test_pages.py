@@ -2,7 +2,8 @@
 a short time control, a free loopback port) driven through headless Chromium.
 
 The tests of this module share one server and one browser and run in order: the upload
-test makes the bots the later ones watch. Screenshots of each page go to docs/screenshots/.
+test makes the bots the later ones watch. Screenshots of each page go to tests/artifacts/,
+or with ARENA_SCREENSHOTS=1 to docs/screenshots/ (the pictures docs/pages.md shows).
 """
 
 from __future__ import annotations
@@ -132,8 +133,14 @@ def browser() -> Iterator[Any]:
 
 
 def shot(driver: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    """A screenshot for people to look at: tests/artifacts/serve-NAME.png, or with
+    ARENA_SCREENSHOTS=1 docs/screenshots/NAME.png (the README's pictures, renewed)."""
+    if os.environ.get("ARENA_SCREENSHOTS") == "1":
+        path = SCREENSHOTS / f"{name}.png"
+    else:
+        path = ROOT / "tests" / "artifacts" / f"serve-{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(path))
 
 
 def page_text(driver: Any) -> str:
