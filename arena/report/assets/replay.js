@@ -368,7 +368,10 @@
     const keys = {ArrowRight: k + 1, ArrowDown: k + 1, ArrowLeft: k - 1, ArrowUp: k - 1, Home: 0, End: N,
                   PageDown: k + 10, PageUp: k - 10};
     if (e.key in keys) { e.preventDefault(); stop(); go(keys[e.key]); }
-    else if (e.key === " ") { e.preventDefault(); play(); }
+    else if (e.key === " " && !/^(BUTTON|A|INPUT|SELECT|TEXTAREA|SUMMARY)$/.test(e.target.tagName)) {
+      e.preventDefault();  // on a focused button or link, space keeps its own meaning
+      play();
+    }
   });
   function extend(more) {
     if (more.from !== M.length) return false;  // not the next moves: the caller asks again
