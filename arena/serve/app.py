@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.errors import ArenaError
 from arena.serve.archive import ArchiveError, Limits, unpack
+from arena.serve.pages import CONTENT_SECURITY_POLICY, add_pages
 from arena.serve.service import Arena, public_record, version_folder
 from arena.serve.store import ORGANIZER, Author, hash_token
 from arena.untrusted import NAME_RULE, is_valid_name, shown
@@ -199,6 +200,8 @@ def create_app(
         response.headers.setdefault("X-Frame-Options", "DENY")
         if request.url.path.startswith("/api/") and not request.url.path.startswith("/api/docs"):
             response.headers.setdefault("Cache-Control", "no-store")
+        if not request.url.path.startswith("/api/"):
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response
 
     # ------------------------------------------------------------------ who is asking
@@ -560,6 +563,14 @@ def create_app(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
+    add_pages(
+        app,
+        arena,
+        events,
+        organizer_hash=organizer_hash,
+        uploads_per_hour=uploads_per_hour,
+        max_upload_bytes=max_upload_bytes,
+    )
     return app
 
 

@@ -210,6 +210,10 @@ PRELOAD = (
     "arena.bots.manifest",
     "arena.serve.app",
     "arena.serve.archive",
+    "arena.serve.pages",
+    "arena.report.replay_html",
+    "starlette.middleware.sessions",
+    "itsdangerous",
     "fastapi",
     "python_multipart",
     "jinja2",
@@ -231,6 +235,9 @@ def preload() -> None:
             importlib.import_module(module)
         except ImportError:
             pass
+    from arena.serve.pages import warm
+
+    warm()  # the pages' templates and static files, read now
 
 
 def serve(options: Options, *, host: str, port: int, user: str | None) -> None:

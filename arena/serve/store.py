@@ -213,9 +213,12 @@ class ArenaStore:
         return token if cursor.rowcount else None
 
     def author_by_token(self, token: str) -> Author | None:
+        return self.author_by_token_hash(hash_token(token))
+
+    def author_by_token_hash(self, token_hash: str) -> Author | None:
+        """The author whose current token hashes to ``token_hash`` (a page session holds it)."""
         rows = self._rows(
-            "SELECT id, name FROM arena_authors WHERE token_hash = ? AND revoked_at IS NULL",
-            (hash_token(token),),
+            "SELECT id, name FROM arena_authors WHERE token_hash = ? AND revoked_at IS NULL", (token_hash,)
         )
         return Author(int(rows[0][0]), rows[0][1]) if rows else None
 
