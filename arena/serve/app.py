@@ -53,6 +53,8 @@ class Refused(Exception):
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    # nosniff here too: a 500 or a BodyLimit answer never passes the middleware that adds it
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", **(headers or {})}
     return JSONResponse({"detail": " ".join(str(detail).split())[:1000]}, status_code=status, headers=headers)
 
 
@@ -337,7 +339,7 @@ def create_app(
         "/api/versions/{version_id}", summary="A version: its state and cause (its check report: author only)"
     )
     def version(version_id: int, request: Request) -> dict[str, Any]:
-        found = arena.store.version(version_id)
+        found = arena.store.version(version_id) if 0 < version_id < 2**63 else None  # SQLite's integers
         if found is None:
             raise Refused(404, f"no version {version_id}")
         out = found.public()
@@ -376,6 +378,17 @@ def create_app(
         }
 
     # ------------------------------------------------------------------ uploads
+    def check_quota(who: Author) -> None:
+        uploads = arena.store.uploads_since(who.id, time.time() - 3600)
+        if len(uploads) >= uploads_per_hour:
+            wait = max(1, round(uploads[0] + 3600 - time.time()))
+            raise Refused(
+                429,
+                f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
+                f"possible in {wait} s",
+                {"Retry-After": str(wait)},
+            )
+
     @app.post(
         "/api/bots/{name}/versions",
         status_code=201,
@@ -393,15 +406,7 @@ def create_app(
         existing = arena.store.bot(name)
         if existing is not None and existing["author_id"] != who.id:
             raise Refused(403, f"the bot name {shown(existing['name'])} belongs to another author")
-        uploads = arena.store.uploads_since(who.id, time.time() - 3600)
-        if len(uploads) >= uploads_per_hour:
-            wait = max(1, round(uploads[0] + 3600 - time.time()))
-            raise Refused(
-                429,
-                f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
-                f"possible in {wait} s",
-                {"Retry-After": str(wait)},
-            )
+        check_quota(who)
         try:
             form = await request.form(max_files=1, max_fields=8)
         except Refused:
@@ -417,6 +422,7 @@ def create_app(
         await form.close()
         if len(data) > max_upload_bytes:
             raise Refused(413, f"the archive is larger than the limit of {max_upload_bytes} bytes")
+        check_quota(who)  # again, with no await before the count: uploads sent at once all passed the first
         arena.store.count_upload(who.id)
         return await run_in_threadpool(_take_upload, arena, who, name, data, limits)
 
