@@ -452,9 +452,11 @@ def create_app(
         organizer(request)
         body = await _json_body(request)
         name = body.get("name") if isinstance(body, dict) else None
-        if not is_valid_name(name) or name in (ORGANIZER, "house"):
+        if not is_valid_name(name) or str(name).lower() in (ORGANIZER, "house"):
             raise Refused(422, f"name: expected {NAME_RULE} (not 'organizer' or 'house'), got {shown(name)}")
         assert isinstance(name, str)
+        if any(a["name"].lower() == name.lower() for a in arena.store.authors()):  # no 'Alice' beside 'alice'
+            raise Refused(409, f"an author named {shown(name)} exists already (in another case)")
         try:
             token = arena.store.add_author(name)
         except ArenaError as exc:
@@ -575,7 +577,7 @@ async def _json_body(request: Request) -> Any:
         return {}
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # 64 kB of '[' nests past the recursion limit: was a 500
         raise Refused(400, "the body is not JSON") from None
 
 

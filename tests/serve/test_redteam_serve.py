@@ -232,3 +232,18 @@ def test_the_upload_path_needs_no_import_after_the_drop(tmp_path: Path) -> None:
         done.stdout + done.stderr[-2000:]
     )
     assert all(line.endswith(" 200") for line in lines[2:]), done.stdout
+
+
+def test_deeply_nested_json_is_400_not_500(api: tuple[TestClient, Arena]) -> None:
+    client, _ = api
+    answer = client.post("/api/authors", content=b"[" * 30_000 + b"]" * 30_000, headers=bearer(ORGANIZER))
+    assert answer.status_code == 400 and answer.json()["detail"] == "the body is not JSON"
+
+
+@pytest.mark.parametrize("name", ["House", "ORGANIZER", "Alice"])
+def test_author_names_differ_in_more_than_case(api: tuple[TestClient, Arena], name: str) -> None:
+    # 'House' could pass for the house bots' author on the leaderboard, 'Alice' for alice
+    client, _ = api
+    add_author(client, "alice")
+    answer = client.post("/api/authors", json={"name": name}, headers=bearer(ORGANIZER))
+    assert answer.status_code in (409, 422), answer.text
