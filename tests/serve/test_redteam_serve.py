@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import zipfile
 import zlib
@@ -25,6 +27,8 @@ from arena.serve.archive import ArchiveError, unpack
 from arena.serve.server import prepare_folder
 from arena.serve.service import Arena, Options
 from arena.serve.store import hash_token
+from tests.helpers import needs_strict
+from tests.serve.test_serve_e2e import Server, auth, leftovers
 
 ORGANIZER = "pwa_organizer-token-for-tests"
 MANIFEST = 'name = "{name}"\ncommand = ["python3", "bot.py"]\nprotocol = "stdio"\n'
@@ -247,3 +251,55 @@ def test_author_names_differ_in_more_than_case(api: tuple[TestClient, Arena], na
     add_author(client, "alice")
     answer = client.post("/api/authors", json={"name": name}, headers=bearer(ORGANIZER))
     assert answer.status_code in (409, 422), answer.text
+
+
+def test_a_restart_removes_uploads_a_kill_cut_short(tmp_path: Path) -> None:
+    # kill -9 of the web process while it unpacked left versions/.staging/<random> (119 MB
+    # after two kills) that no restart removed
+    left = tmp_path / "versions" / ".staging" / "0123456789abcdef" / "z"
+    left.mkdir(parents=True)
+    (left / "0").write_bytes(b"\0" * 1000)
+    arena = Arena(Options(data=tmp_path, sandbox="none", house_bots=("random",)))
+    arena.close()
+    assert not (tmp_path / "versions" / ".staging").exists()
+
+
+@pytest.mark.slow
+@needs_strict
+def test_a_real_server_takes_zips_exports_and_keeps_no_check_copies() -> None:
+    """As nobody (the web process) and root (the host): a .zip upload was a 500, POST
+    /api/export a 500, and every check left its copy of the bot in host/src for good."""
+    root = Path(tempfile.mkdtemp(prefix="arena-redteam-"))
+    root.chmod(0o755)
+    data = root / "arena"
+    server = Server(data)
+    server.start()
+    try:
+        organizer = (data / "organizer.token").read_text().strip()
+        added = httpx.post(
+            f"{server.url}/api/authors", json={"name": "zed"}, headers=auth(organizer), timeout=30
+        )
+        token = added.json()["token"]
+        sent = httpx.post(
+            f"{server.url}/api/bots/zipped/versions",
+            files={"archive": ("zipped.zip", bot_zip("zipped"))},
+            headers=auth(token),
+            timeout=60,
+        )
+        assert sent.status_code == 201, sent.text
+        version = sent.json()["id"]
+        deadline = time.monotonic() + 120
+        while server.get(f"/api/versions/{version}").json()["state"] not in ("active", "rejected"):
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        deadline = time.monotonic() + 10
+        while (data / "host" / "src" / f"check-{version}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not (data / "host" / "src" / f"check-{version}").exists()
+        exported = httpx.post(f"{server.url}/api/export", headers=auth(organizer), timeout=120)
+        assert exported.status_code == 200, exported.text
+    finally:
+        server.stop()
+        for line in leftovers(data):
+            os.kill(int(line.split(":")[0]), 9)
+        shutil.rmtree(root, ignore_errors=True)
