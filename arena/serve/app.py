@@ -412,6 +412,8 @@ def create_app(
         except Refused:
             raise
         except Exception as exc:
+            if isinstance(exc, ExceptionGroup) and exc.subgroup(Refused):  # BodyLimit's 413, in a task group
+                raise _first_refused(exc) from None
             raise Refused(
                 400, f"the body is not a multipart form with a file field 'archive': {exc}"
             ) from None
@@ -569,6 +571,15 @@ def create_app(
         )
 
     return app
+
+
+def _first_refused(group: BaseExceptionGroup[Any]) -> Refused:
+    for inner in group.exceptions:
+        if isinstance(inner, Refused):
+            return inner
+        if isinstance(inner, BaseExceptionGroup) and inner.subgroup(Refused):
+            return _first_refused(inner)
+    raise AssertionError("no Refused in the group")  # pragma: no cover
 
 
 async def _json_body(request: Request) -> Any:
