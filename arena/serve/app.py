@@ -54,6 +54,8 @@ class Refused(Exception):
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    # nosniff here too: a 500 or a BodyLimit answer never passes the middleware that adds it
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", **(headers or {})}
     return JSONResponse({"detail": " ".join(str(detail).split())[:1000]}, status_code=status, headers=headers)
 
 
@@ -340,7 +342,7 @@ def create_app(
         "/api/versions/{version_id}", summary="A version: its state and cause (its check report: author only)"
     )
     def version(version_id: int, request: Request) -> dict[str, Any]:
-        found = arena.store.version(version_id)
+        found = arena.store.version(version_id) if 0 < version_id < 2**63 else None  # SQLite's integers
         if found is None:
             raise Refused(404, f"no version {version_id}")
         out = found.public()
@@ -379,6 +381,17 @@ def create_app(
         }
 
     # ------------------------------------------------------------------ uploads
+    def check_quota(who: Author) -> None:
+        uploads = arena.store.uploads_since(who.id, time.time() - 3600)
+        if len(uploads) >= uploads_per_hour:
+            wait = max(1, round(uploads[0] + 3600 - time.time()))
+            raise Refused(
+                429,
+                f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
+                f"possible in {wait} s",
+                {"Retry-After": str(wait)},
+            )
+
     @app.post(
         "/api/bots/{name}/versions",
         status_code=201,
@@ -396,20 +409,14 @@ def create_app(
         existing = arena.store.bot(name)
         if existing is not None and existing["author_id"] != who.id:
             raise Refused(403, f"the bot name {shown(existing['name'])} belongs to another author")
-        uploads = arena.store.uploads_since(who.id, time.time() - 3600)
-        if len(uploads) >= uploads_per_hour:
-            wait = max(1, round(uploads[0] + 3600 - time.time()))
-            raise Refused(
-                429,
-                f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
-                f"possible in {wait} s",
-                {"Retry-After": str(wait)},
-            )
+        check_quota(who)
         try:
             form = await request.form(max_files=1, max_fields=8)
         except Refused:
             raise
         except Exception as exc:
+            if isinstance(exc, ExceptionGroup) and exc.subgroup(Refused):  # BodyLimit's 413, in a task group
+                raise _first_refused(exc) from None
             raise Refused(
                 400, f"the body is not a multipart form with a file field 'archive': {exc}"
             ) from None
@@ -420,6 +427,7 @@ def create_app(
         await form.close()
         if len(data) > max_upload_bytes:
             raise Refused(413, f"the archive is larger than the limit of {max_upload_bytes} bytes")
+        check_quota(who)  # again, with no await before the count: uploads sent at once all passed the first
         arena.store.count_upload(who.id)
         return await run_in_threadpool(_take_upload, arena, who, name, data, limits)
 
@@ -449,9 +457,11 @@ def create_app(
         organizer(request)
         body = await _json_body(request)
         name = body.get("name") if isinstance(body, dict) else None
-        if not is_valid_name(name) or name in (ORGANIZER, "house"):
+        if not is_valid_name(name) or str(name).lower() in (ORGANIZER, "house"):
             raise Refused(422, f"name: expected {NAME_RULE} (not 'organizer' or 'house'), got {shown(name)}")
         assert isinstance(name, str)
+        if any(a["name"].lower() == name.lower() for a in arena.store.authors()):  # no 'Alice' beside 'alice'
+            raise Refused(409, f"an author named {shown(name)} exists already (in another case)")
         try:
             token = arena.store.add_author(name)
         except ArenaError as exc:
@@ -574,13 +584,22 @@ def create_app(
     return app
 
 
+def _first_refused(group: BaseExceptionGroup[Any]) -> Refused:
+    for inner in group.exceptions:
+        if isinstance(inner, Refused):
+            return inner
+        if isinstance(inner, BaseExceptionGroup) and inner.subgroup(Refused):
+            return _first_refused(inner)
+    raise AssertionError("no Refused in the group")  # pragma: no cover
+
+
 async def _json_body(request: Request) -> Any:
     raw = await request.body()
     if not raw:
         return {}
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # 64 kB of '[' nests past the recursion limit: was a 500
         raise Refused(400, "the body is not JSON") from None
 
 

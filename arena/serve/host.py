@@ -256,6 +256,7 @@ class Host:
                 continue
             self.send({"op": "stage", "version": version, "state": "building"})
             self.send(self.check_one(int(version), folder))
+            remove_tree(folder)  # the ladder plays its own copy: one a check is up to 200 MB for nothing
 
     def check_one(self, version: int, folder: Path) -> dict[str, Any]:
         """Run the check in a process of its own (it starts bots: signals are per process)."""

@@ -219,6 +219,7 @@ PRELOAD = (
     "jinja2",
     "tarfile",
     "zipfile",
+    "encodings.cp437",  # zipfile's names without the UTF-8 flag (where no mount namespace shows the stdlib)
     "sqlite3",
     "email.utils",
 )

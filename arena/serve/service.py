@@ -118,6 +118,9 @@ class Arena:
 
     # ------------------------------------------------------------------ start
     def _load(self) -> None:
+        from arena.untrusted import remove_tree
+
+        remove_tree(self.data / "versions" / ".staging")  # uploads a kill -9 cut short (up to 200 MB each)
         self.store.ensure_house()
         self._add_house_bots()
         # Game by game from a cursor, not a frame: memory stays flat whatever the games stored.
