@@ -249,6 +249,14 @@ class Arena:
             for label, why in (message.get("broken") or {}).items():
                 self._reject_label(label, f"its build failed in the ladder: {why}")
             self.maybe_start()
+        elif op == "lineup":  # the versions the run plays: those built already
+            with self.lock:
+                if message.get("epoch") == self.run_epoch:
+                    self.run_labels &= {str(label) for label in message.get("labels") or []}
+        elif op == "built":  # versions built in the background: the next run takes them
+            for label, why in (message.get("broken") or {}).items():
+                self._reject_label(label, f"its build failed in the ladder: {why}")
+            self.lineup_changed()
         elif op == "stage":
             staged = self.store.version(int(message["version"]))
             if staged is not None and message.get("state") in ("building", "checking"):

@@ -323,3 +323,32 @@ def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) ->
     assert ratings.returncode == 0 and "alpha.v2" in ratings.stdout, ratings.stderr
     exported_ratings = arena("ratings", str(export))
     assert exported_ratings.returncode == 0 and "alpha.v2" in exported_ratings.stdout, exported_ratings.stderr
+
+
+def test_a_slow_build_does_not_hold_up_the_ladder(data: Path, tmp_path: Path) -> None:
+    """Red team: a version whose build takes minutes stopped every game while the ladder built
+    it, at each lineup change. Versions are now built once, in the background."""
+    server = Server(data, "--sandbox", "none")
+    server.start()
+    try:
+        token_file = data / "organizer.token"
+        added = arena("author", "add", "slowpoke", "--server", server.url, "--token-file", str(token_file))
+        token = added.stdout.split()[-1]
+        bot = python_bot(tmp_path / "bots", "slowbuild")
+        manifest = bot / "bot.toml"
+        manifest.write_text(manifest.read_text() + 'build = "sleep 20"\n')
+        done = arena("upload", str(bot), "--server", server.url, "--wait", env={"ARENA_TOKEN": token})
+        assert done.returncode == 0 and "active" in done.stdout, done.stdout + done.stderr
+        before = game_count(server)
+        time.sleep(12)  # the ladder is building it now (20 s): the house bots play on meanwhile
+        during = game_count(server)
+        assert during >= before + 5, (before, during)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            counts = {row["bot"]: row["games"] for row in server.get("/api/leaderboard").json()}
+            if counts.get("slowbuild", 0) > 0:
+                break
+            time.sleep(1)
+        assert counts.get("slowbuild", 0) > 0  # and once built, it plays
+    finally:
+        server.stop()
