@@ -193,6 +193,55 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+HEAD_TIMEOUT_S = 10.0
+"""A connection sends a whole request head within this long of opening it (or of its last
+answer), or it is closed: 2,000 connections that sent nothing held every slot of the server."""
+
+
+def guarded_http() -> type:
+    """uvicorn's h11 protocol with :data:`HEAD_TIMEOUT_S` (it has none for a request's head)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        _head_timer: Any = None
+        _seen: Any = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _too_slow(self) -> None:
+            self._head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and self.cycle is not self._seen:  # a request's head has come
+                self._seen = self.cycle
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
 class _Late:
     """The ASGI app, set once the web process has dropped its privileges: uvicorn's own
     set-up (its protocol modules) is done before, while every file is still readable."""
@@ -273,6 +322,7 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
     late = _Late()
     config = uvicorn.Config(
         late,
+        http=guarded_http(),
         log_level="warning",
         access_log=False,
         lifespan="on",

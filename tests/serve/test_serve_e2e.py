@@ -352,3 +352,35 @@ def test_a_slow_build_does_not_hold_up_the_ladder(data: Path, tmp_path: Path) ->
         assert counts.get("slowbuild", 0) > 0  # and once built, it plays
     finally:
         server.stop()
+
+
+def test_connections_that_send_no_request_are_closed(data: Path) -> None:
+    """Red team: 2,000 connections that sent nothing (or half a request head) held every
+    slot of the server for good; each is now closed after HEAD_TIMEOUT_S."""
+    from arena.serve.server import HEAD_TIMEOUT_S
+
+    server = Server(data, "--sandbox", "none", "--house-bots", "")
+    server.start()
+    idle = []
+    try:
+        for number in range(300):
+            sock = socket.create_connection(("127.0.0.1", server.port))
+            if number % 2:
+                sock.sendall(b"GET /api/ladder HTTP/1.1\r\nHost: x\r\n")  # half a head
+            idle.append(sock)
+        time.sleep(HEAD_TIMEOUT_S + 3)
+        closed = 0
+        for sock in idle:
+            sock.settimeout(5)
+            try:
+                closed += sock.recv(1) == b""
+            except TimeoutError:  # still open: the server waits on it
+                pass
+            except OSError:  # reset: closed
+                closed += 1
+        assert closed == len(idle)
+        assert server.get("/api/ladder").status_code == 200
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()
