@@ -84,6 +84,7 @@ class Host:
         self.built: dict[str, tuple[Path, Any, str]] = {}
         self.building: set[str] = set()
         self.builder: threading.Thread | None = None
+        self.current_check: tuple[int, subprocess.Popen[str]] | None = None  # (version, its process)
 
     # ------------------------------------------------------------------ messages
     def send(self, message: dict[str, Any]) -> None:
@@ -113,6 +114,10 @@ class Host:
                 self.replies.put(message)
             elif op == "check":
                 self.checks.put(message)
+            elif op == "cancel":
+                current = self.current_check
+                if current is not None and current[0] == message.get("version"):
+                    current[1].kill()
         self.closing = True
         self.runs.put(None)
         self.replies.put(None)
@@ -361,6 +366,7 @@ class Host:
                 "warnings": [],
             }
         started = time.monotonic()
+        self.current_check = (version, process)
         timer = threading.Timer(CHECK_TIMEOUT_S, process.kill)
         timer.start()
         final: dict[str, Any] | None = None
@@ -378,6 +384,7 @@ class Host:
             process.wait()
         finally:
             timer.cancel()
+            self.current_check = None
         if final is None:
             problems.append(
                 f"the check ended without a report after {time.monotonic() - started:.0f} s "

@@ -113,6 +113,8 @@ class Arena:
         self._closing = False
         self._paused = bool(self.store.setting("paused", False))
         self._board: bytes | None = None
+        self.checking: int | None = None  # the version whose check the host runs now
+        self.served: dict[Any, float] = {}  # author id -> when a check of theirs was last sent
         self.games_stored = 0
         self._load()
 
@@ -225,8 +227,7 @@ class Arena:
     def _on_host(self, message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "ready":
-            for version in self.store.versions(states=("queued",)):
-                self._send({"op": "check", "version": version.id, "folder": version.folder})
+            self._check_next()
             self.maybe_start()
         elif op == "want":
             self._send(self._next_game(message.get("epoch")))
@@ -263,6 +264,10 @@ class Arena:
                 self._set_state(staged, message["state"], only_from=("queued", "building"))
         elif op == "checked":
             self._on_checked(message)
+            with self.lock:
+                if self.checking == message.get("version"):
+                    self.checking = None
+            self._check_next()
 
     # ------------------------------------------------------------------ the ladder
     def playing(self) -> list[Version]:
@@ -488,7 +493,24 @@ class Arena:
         return moved
 
     def submit(self, version: Version) -> None:
-        self._send({"op": "check", "version": version.id, "folder": version.folder})
+        """Queue the version's check (:meth:`_check_next` sends it when its turn comes)."""
+        self._check_next()
+
+    def _check_next(self) -> None:
+        """Send the game host the next check, one at a time, taking authors in turn: the
+        author served longest ago first, each author's versions oldest first. One author's
+        pile of uploads delays their own versions, never another author's."""
+        with self.lock:
+            if self.checking is not None or self._host is None:
+                return
+            queued = self.store.versions(states=("queued",))
+            if not queued:
+                return
+            owners = {b["name"]: b["author_id"] for b in self.store.bots()}
+            version = min(queued, key=lambda v: (self.served.get(owners.get(v.bot), 0.0), v.created_at, v.id))
+            self.served[owners.get(version.bot)] = time.time()
+            self.checking = version.id
+            self._send({"op": "check", "version": version.id, "folder": version.folder})
 
     def _on_checked(self, message: dict[str, Any]) -> None:
         version = self.store.version(int(message["version"]))
@@ -527,6 +549,8 @@ class Arena:
                 for version in self.store.versions(states=tuple(self.options.state_limits_s)):
                     limit = self.options.state_limits_s[version.state]
                     if now - version.state_at > limit:
+                        if version.id == self.checking:  # the host stops working on it
+                            self._send({"op": "cancel", "version": version.id})
                         self._set_state(
                             version,
                             "rejected",

@@ -203,3 +203,31 @@ def test_the_organizer_pauses_and_quarantines(api: tuple[TestClient, Arena]) -> 
     assert client.post("/api/bots/random/quarantine", headers=bearer(ORGANIZER)).status_code == 200
     assert client.get("/api/bots/random").json()["quarantined"] is True
     assert [row["bot"] for row in client.get("/api/leaderboard").json()] == []
+
+
+def test_checks_go_one_at_a_time_taking_authors_in_turn(api: tuple[TestClient, Arena]) -> None:
+    """Red team: one author's pile of slow uploads held another author's upload in the queue
+    until it timed out. Checks now go to the host one at a time, authors in turn."""
+    import io
+    import json
+    from types import SimpleNamespace
+
+    client, arena = api
+    sent = io.StringIO()
+    arena._host = SimpleNamespace(stdin=sent)  # type: ignore[assignment]
+    dave, erin = add_author(client, "dave"), add_author(client, "erin")
+    ids = [
+        upload(client, dave, "pile", archive("pile", {"n": str(i).encode()})).json()["id"] for i in range(3)
+    ]
+    erins = upload(client, erin, "honest", archive("honest")).json()["id"]
+
+    def checks() -> list[int]:
+        return [m["version"] for m in map(json.loads, sent.getvalue().splitlines()) if m["op"] == "check"]
+
+    assert checks() == [ids[0]]  # one at a time
+    order = [ids[0]]
+    for _ in range(3):
+        arena._on_host({"op": "checked", "version": order[-1], "ok": False, "problems": ["x"]})
+        order = checks()
+    arena._host = None
+    assert order == [ids[0], erins, ids[1], ids[2]]
