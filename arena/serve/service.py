@@ -532,6 +532,7 @@ class Arena:
                 self.lineup_changed()
         else:
             cause = problems[0].splitlines()[0] if problems else "the check failed"
+            cause = cause.replace(str(self.data), "DIR")  # a cause is public: no server path in it
             self._set_state(
                 version,
                 "rejected",
