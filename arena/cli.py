@@ -985,10 +985,12 @@ TOKEN_FILE_HELP = "A file holding the token (default: the ARENA_TOKEN environmen
               help="Uploads each author may make in any hour.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 1024), default=20, show_default=True,
               help="Largest archive accepted, in MB.")
+@click.option("--max-author-mb", type=click.IntRange(1, 1_000_000), default=1000, show_default=True,
+              help="What all of an author's versions may hold on disk, unpacked, in MB.")
 def serve(data: Path, host: str, port: int, game: str, components_file: Path | None, edition: str | None,
           per_move_ms: int, bank_ms: int, first_move_ms: int, concurrency: int | None,
           dask_address: str | None, house_bots: str, user: str | None, sandbox: str, uploads_per_hour: int,
-          max_upload_mb: int) -> None:
+          max_upload_mb: int, max_author_mb: int) -> None:
     """Run an arena: authors upload bots over HTTP, each version is checked in the sandbox,
     a rated ladder plays continuously, and the leaderboard and games are served live."""
     from arena.serve.server import serve as run_server
@@ -1007,7 +1009,8 @@ def serve(data: Path, host: str, port: int, game: str, components_file: Path | N
                       first_move_ms=first_move_ms, concurrency=concurrency or usable_cpus(),
                       dask=dask_address,
                       sandbox=sandbox, house_bots=names, uploads_per_hour=uploads_per_hour,
-                      max_upload_bytes=max_upload_mb * 1_000_000)
+                      max_upload_bytes=max_upload_mb * 1_000_000,
+                      max_author_bytes=max_author_mb * 1_000_000)
     run_server(options, host=host, port=port, user=user)
 
 

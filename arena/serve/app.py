@@ -368,6 +368,8 @@ def create_app(
                 "uploads_left": max(0, uploads_per_hour - len(uploads)),
                 "resets_in_s": round(uploads[0] + 3600 - time.time()) if uploads else 0,
                 "max_archive_bytes": max_upload_bytes,
+                "storage_bytes": arena.store.author_bytes(who.id),
+                "storage_max_bytes": arena.options.max_author_bytes,
             },
             "bots": [
                 {
@@ -631,8 +633,15 @@ def _take_upload(arena: Arena, who: Author, name: str, data: bytes, limits: Limi
             raise Refused(403, f"the bot name {shown(name)} belongs to another author")
         name = bot["name"]
         arena.store.set_description(name, manifest.description)
+        used, allowed = arena.store.author_bytes(who.id), arena.options.max_author_bytes
+        if used + unpacked.bytes > allowed:
+            raise Refused(
+                413,
+                f"storage quota: your versions hold {used / 1e6:.1f} MB unpacked and this one "
+                f"{unpacked.bytes / 1e6:.1f} MB, over your {allowed / 1e6:.0f} MB: ask the organizer",
+            )
         version, same = arena.store.add_version(
-            name, unpacked.digest, lambda number: version_folder(arena.data, name, number)
+            name, unpacked.digest, lambda number: version_folder(arena.data, name, number), unpacked.bytes
         )
         if version is None:
             raise Refused(409, f"this archive is identical to version {same} of {name}: nothing new to check")

@@ -53,6 +53,7 @@ class Options:
     house_bots: tuple[str, ...] = ("random", "greedy")
     uploads_per_hour: int = 20
     max_upload_bytes: int = 20 * 1024 * 1024
+    max_author_bytes: int = 1_000_000_000  # what an author's versions may hold unpacked
     state_limits_s: dict[str, float] = field(default_factory=lambda: dict(STATE_LIMITS_S))
     view: Path | None = None  # where this process reaches ``data`` (a private bind mount), if elsewhere
 

@@ -231,3 +231,18 @@ def test_checks_go_one_at_a_time_taking_authors_in_turn(api: tuple[TestClient, A
         order = checks()
     arena._host = None
     assert order == [ids[0], erins, ids[1], ids[2]]
+
+
+def test_an_authors_storage_is_bounded(api: tuple[TestClient, Arena]) -> None:
+    """Red team: 20 uploads an hour of archives unpacking to 200 MB each grew the disk by 4 GB an
+    hour per author. What an author's versions hold unpacked is now capped."""
+    client, arena = api
+    arena.options.max_author_bytes = 30_000
+    alice = add_author(client, "alice")
+    first = upload(client, alice, "big", archive("big", {"blob": b"x" * 20_000}))
+    assert first.status_code == 201
+    quota = client.get("/api/me", headers=bearer(alice)).json()["quota"]
+    assert quota["storage_bytes"] > 20_000 and quota["storage_max_bytes"] == 30_000
+    over = upload(client, alice, "big", archive("big", {"blob": b"y" * 20_000}))
+    assert over.status_code == 413 and "storage quota" in over.json()["detail"]
+    assert len(client.get("/api/bots/big").json()["versions"]) == 1
