@@ -342,8 +342,8 @@ class ArenaStore:
                 now = time.time()
                 folder = str(folder_for(number))
                 cursor = self._conn.execute(
-                    "INSERT INTO arena_versions (bot, number, digest, state, folder, created_at, state_at, bytes) "
-                    "VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                    "INSERT INTO arena_versions (bot, number, digest, state, folder, created_at, state_at, "
+                    "bytes) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
                     (bot, number, digest, folder, now, now, size),
                 )
                 self._conn.execute("COMMIT")
