@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from arena.serve.app import BodyLimit, Events, create_app
-from arena.serve.service import Arena, Options
+from arena.serve.service import Arena
 from arena.serve.store import hash_token
+from tests.serve.helpers import ORGANIZER, add_author, api_client, bearer
 
-ORGANIZER = "pwa_organizer-token-for-tests"
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[TestClient, Arena]]:
+    with api_client(tmp_path, max_upload_bytes=50_000) as both:
+        yield both
 
 
 def archive(name: str, extra: dict[str, bytes] | None = None, *, manifest_name: str | None = None) -> bytes:
@@ -34,29 +38,6 @@ def archive(name: str, extra: dict[str, bytes] | None = None, *, manifest_name: 
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[tuple[TestClient, Arena]]:
-    arena = Arena(Options(data=tmp_path, sandbox="none", house_bots=("random",)))
-    app = create_app(
-        arena, Events(), uploads_per_hour=3, max_upload_bytes=50_000, organizer_hash=hash_token(ORGANIZER)
-    )
-    with TestClient(BodyLimit(app, 50_000)) as client:
-        yield client, arena
-    arena.close()
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def add_author(client: TestClient, name: str) -> str:
-    answer = client.post("/api/authors", json={"name": name}, headers=bearer(ORGANIZER))
-    assert answer.status_code == 201, answer.text
-    token = answer.json()["token"]
-    assert token.startswith("pwa_")
-    return token
 
 
 def upload(client: TestClient, token: str | None, name: str, data: bytes):  # type: ignore[no-untyped-def]

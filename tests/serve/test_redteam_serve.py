@@ -22,15 +22,13 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from arena.serve.app import BodyLimit, Events, create_app
 from arena.serve.archive import ArchiveError, unpack
 from arena.serve.server import prepare_folder
 from arena.serve.service import Arena, Options
-from arena.serve.store import hash_token
 from tests.helpers import needs_strict
+from tests.serve.helpers import ORGANIZER, add_author, api_client, bearer
 from tests.serve.test_serve_e2e import Server, auth, leftovers
 
-ORGANIZER = "pwa_organizer-token-for-tests"
 MANIFEST = 'name = "{name}"\ncommand = ["python3", "bot.py"]\nprotocol = "stdio"\n'
 
 
@@ -108,23 +106,8 @@ def test_an_archive_in_order_still_unpacks(tmp_path: Path) -> None:
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[tuple[TestClient, Arena]]:
-    arena = Arena(Options(data=tmp_path, sandbox="none", house_bots=("random",)))
-    app = create_app(
-        arena, Events(), uploads_per_hour=3, max_upload_bytes=3_000_000, organizer_hash=hash_token(ORGANIZER)
-    )
-    with TestClient(BodyLimit(app, 3_000_000)) as client:
-        yield client, arena
-    arena.close()
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def add_author(client: TestClient, name: str) -> str:
-    answer = client.post("/api/authors", json={"name": name}, headers=bearer(ORGANIZER))
-    assert answer.status_code == 201, answer.text
-    return str(answer.json()["token"])
+    with api_client(tmp_path, max_upload_bytes=3_000_000) as both:
+        yield both
 
 
 def damaged_zip() -> bytes:
