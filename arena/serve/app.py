@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 SMALL_BODY_BYTES = 64 * 1024  # any request but an upload
 FORM_OVERHEAD_BYTES = 64 * 1024  # a multipart form's headers around the archive
-MAX_EVENT_STREAMS = 1000
+MAX_EVENT_STREAMS = 500  # 200 cost 0.21 cores (make bench); 1,000 non-readers slowed every request to seconds
 EVENT_QUEUE = 2000  # events a slow reader may lag behind before it is dropped (it reconnects)
 _VERSION_SUFFIX = re.compile(r"\.v\d+$")
 
