@@ -475,6 +475,7 @@ def create_app(
         organizer(request)
         return arena.store.authors()
 
+    @app.delete("/api/authors/{name}", summary="Organizer: revoke an author's token (as POST .../revoke)")
     @app.post("/api/authors/{name}/revoke", summary="Organizer: revoke an author's token")
     def revoke(name: str, request: Request) -> dict[str, Any]:
         organizer(request)
