@@ -300,8 +300,8 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
     owner = web_user(user)
     data = options.data.resolve()
     options.data = data
-    if options.sandbox == "strict" and not options.dask:
-        Launcher.for_level("strict").check()  # says why strict cannot be had here, before anything starts
+    if not options.dask:  # says why the level cannot be had here, before anything starts
+        Launcher.for_level(options.sandbox).check()
     prepare_folder(data, owner)
     organizer_hash, fresh = organizer_token(data)
     sock = bind(host, port)
