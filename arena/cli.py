@@ -23,6 +23,7 @@ from arena.launch.launcher import Launcher
 from arena.tournament.config import DEFAULTS as TOURNAMENT_DEFAULTS
 from arena.tournament.config import (
     DEMO_DEFAULTS,
+    FORMATS,
     MAX_CONCURRENCY,
     MAX_SCHEDULED_GAMES,
     MAX_TIME_MS,
@@ -596,9 +597,11 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 @click.option("--bots", "entrants", multiple=True, type=EntrantsPath(),
               help="A bot folder, a folder of bot folders, or a sample bot's name (repeatable).")
 @click.option("--name", help="Tournament name (results go to results/<name>).")
-@click.option("--format", "format_", type=click.Choice(["round-robin", "gauntlet"]))
+@click.option("--format", "format_", type=click.Choice(FORMATS),
+              help="round-robin (default), gauntlet, swiss or knockout (docs/formats.md).")
 @click.option("--challenger", "challengers", multiple=True,
               help="Gauntlet: an entrant that plays everyone else (repeatable).")
+@click.option("--rounds", type=int, help="Swiss: the rounds (default: log2 of the entrants, rounded up).")
 @click.option("--games", type=int,
               help=f"Games per pairing (even: seat-swapped pairs; default {TOURNAMENT_DEFAULTS['games']}, "
                    f"the demo {DEMO_DEFAULTS['games']}).")
@@ -623,8 +626,9 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
 @_sandbox_option(None)
 @click.option("--pondering/--no-pondering", default=None, help=_PONDERING_HELP + " Key: pondering.")
 def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...], name: str | None,
-                           format_: str | None, challengers: tuple[str, ...], games: int | None,
-                           seed: int | None, concurrency: int | None, per_move_ms: int | None,
+                           format_: str | None, challengers: tuple[str, ...], rounds: int | None,
+                           games: int | None, seed: int | None, concurrency: int | None,
+                           per_move_ms: int | None,
                            bank_ms: int | None, first_move_ms: int | None, edition: str | None,
                            game: str | None, components_file: Path | None, out: Path | None,
                            dask_address: str | None, sandbox: str | None, pondering: bool | None) -> None:
@@ -640,7 +644,8 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
 
     config = load_config(config_file, {
         "entrants": list(entrants), "name": name, "format": format_, "challengers": list(challengers),
-        "games": games, "seed": seed, "concurrency": concurrency, "per_move_ms": per_move_ms,
+        "rounds": rounds, "games": games, "seed": seed, "concurrency": concurrency,
+        "per_move_ms": per_move_ms,
         "bank_ms": bank_ms, "first_move_ms": first_move_ms, "edition": edition, "out": out,
         "game": game, "components": components_file, "sandbox": sandbox,
         "pondering": pondering})
@@ -648,7 +653,7 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         click.echo(f"note: {config.ruleset().unverified}", err=True)
     click.echo(for_terminal(  # the name quoted: the default one read "tournament tournament (patchwork)"
         f'tournament "{config.name}" ({config.game}, {config.format}): {len(config.entrants)} entrants '
-        f"({', '.join(config.names)}), {config.games} games per pairing, concurrency {config.concurrency}"
+        f"({', '.join(config.names)}), " + _games_line(config) + f", concurrency {config.concurrency}"
         + (f", Dask at {dask_address}" if dask_address else "") + f"; results in {config.out}",
         newlines=False))
     click.echo(f"time control: {config.per_move_ms} ms a move, a bank of {config.bank_ms} ms, "
@@ -695,6 +700,14 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         _echo_failures(failed, config.out, on_dask=bool(dask_address))
     if summary.interrupted:
         raise SystemExit(130)
+
+
+def _games_line(config) -> str:  # type: ignore[no-untyped-def]
+    if config.format == "swiss":
+        return f"{config.rounds} rounds of 2-game pairings"
+    if config.format == "knockout":
+        return f"{config.games} games per match"
+    return f"{config.games} games per pairing"
 
 
 def _say_stopped(config, display: ProgressDisplay) -> None:  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ import socket
 import tarfile
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,7 +33,8 @@ from typing import Any
 
 from arena.errors import ArenaError
 from arena.tournament.schedule import GameSpec
-from arena.tournament.series import Lineup, Played, build_lineup
+from arena.tournament.scheduler import DONE, as_scheduler
+from arena.tournament.series import STUCK, Lineup, Played, Source, build_lineup
 from arena.untrusted import check_name, copy_folder, file_name, inside, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
@@ -113,7 +114,7 @@ class DaskExecutor:
         self._futures: list[Any] = []
         self._key: tuple[Any, ...] | None = None  # the workers' pools of this tournament (pool_key)
 
-    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
+    def run(self, specs: Source) -> Iterator[Played]:
         from distributed import KilledWorker, as_completed
 
         try:
@@ -126,12 +127,26 @@ class DaskExecutor:
             self._key = pool_key(self.lineup, {label: digest for label, (digest, _) in bundles.items()})
             shipped = self.client.scatter(bundles, broadcast=True, hash=False)
             lineup = self.client.scatter(self.lineup, broadcast=True, hash=False)
-            self._futures = [
-                self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
-                                   key=f"arena-{os.getpid()}-{spec.game_id}")
-                for spec in specs]
-            for future in as_completed(self._futures):
-                yield future.result()
+            scheduler = as_scheduler(specs)
+
+            def submit() -> list[Any]:
+                """Every game the scheduler has now, as new tasks."""
+                new = []
+                while isinstance(spec := scheduler.next(), GameSpec):
+                    new.append(self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
+                                                  key=f"arena-{os.getpid()}-{spec.game_id}"))
+                self._futures.extend(new)
+                return new
+
+            running = as_completed(submit())
+            for future in running:
+                played: Played = future.result()
+                scheduler.record(played[0], played[1].winner)
+                for new in submit():  # a result may free more games (the next Swiss round)
+                    running.add(new)
+                yield played
+            if scheduler.next() is not DONE:
+                raise ArenaError(STUCK)
         except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
             raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
                              f"{exc} The games stored so far are kept; run the same command again "

@@ -125,6 +125,28 @@ class Replay:
         return self.inner.total
 
 
+class Ahead:
+    """``scheduler`` with its first answer, ``first``, already asked for (the runner asks to
+    know whether anything is left to play before it builds the bots)."""
+
+    def __init__(self, first: Next, scheduler: Scheduler) -> None:
+        self._first: Next | None = first
+        self.scheduler = scheduler
+
+    def next(self) -> Next:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return self.scheduler.next()
+
+    def record(self, game: GameSpec, winner: int) -> None:
+        self.scheduler.record(game, winner)
+
+    @property
+    def total(self) -> int:
+        return self.scheduler.total
+
+
 class _Rounds:
     """What Swiss and knockout share: a queue of the round's games, the ones given and not yet
     recorded, and the counters that make indexes, pair numbers and ids."""
@@ -424,6 +446,6 @@ def replay(plan: Plan, stored: Mapping[str, int]) -> Scheduler:
     return scheduler
 
 
-__all__ = ["BYE_WINS", "DONE", "WAIT", "Fixed", "Gauntlet", "Knockout", "Match", "Next", "Replay",
+__all__ = ["BYE_WINS", "DONE", "WAIT", "Ahead", "Fixed", "Gauntlet", "Knockout", "Match", "Next", "Replay",
            "RoundRobin", "Scheduler", "Status", "Swiss", "SwissRound", "as_scheduler", "bracket_order",
            "make_scheduler", "replay", "swiss_pairings"]
