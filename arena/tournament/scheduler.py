@@ -266,12 +266,14 @@ MAX_PAIRING_STEPS = 200_000
 
 
 def swiss_pairings(order: Sequence[str], met: Collection[frozenset[str]]) -> list[tuple[str, str]]:
-    """Pair ``order`` (an even number of names, best first): each unpaired name, from the top,
-    with the next one it has not met, backtracking when that leaves the rest unpairable;
-    when no pairing avoids a repeat (or the search is too long), adjacent names are paired."""
+    """Pair ``order`` (an even number of names, best first) with as few repeats of ``met``
+    pairings as possible: each unpaired name, from the top, with the next one it has not met,
+    backtracking when that leaves the rest unpairable; only when no pairing of the whole
+    field avoids them are repeats allowed, one more at a time. A search that runs too long
+    (a big field) ends with adjacent names paired."""
     steps = 0
 
-    def search(rest: list[str]) -> list[tuple[str, str]] | None:
+    def search(rest: list[str], repeats: int) -> list[tuple[str, str]] | None:
         nonlocal steps
         if not rest:
             return []
@@ -280,17 +282,21 @@ def swiss_pairings(order: Sequence[str], met: Collection[frozenset[str]]) -> lis
             steps += 1
             if steps > MAX_PAIRING_STEPS:
                 return None
-            if frozenset((top, rest[i])) in met:
+            again = frozenset((top, rest[i])) in met
+            if again and not repeats:
                 continue
-            tail = search(rest[1:i] + rest[i + 1:])
+            tail = search(rest[1:i] + rest[i + 1:], repeats - again)
             if tail is not None:
                 return [(top, rest[i]), *tail]
         return None
 
-    found = search(list(order))
-    if found is None:
-        found = [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
-    return found
+    for allowed in range(len(order) // 2 + 1):
+        found = search(list(order), allowed)
+        if found is not None:
+            return found
+        if steps > MAX_PAIRING_STEPS:
+            break
+    return [(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)]
 
 
 @dataclass
