@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from arena import __version__
-from arena.engine import EDITIONS
-from arena.engine.components import GAMES
+from arena.engine.components import GAME_EDITIONS, GAMES
 from arena.errors import ArenaError
 from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
 from arena.launch.launcher import Launcher
@@ -262,7 +261,8 @@ EDITION_HELP = "Patchwork: revised (default) or original; stack-n-stuff: standar
 
 def _edition_option(func):  # type: ignore[no-untyped-def]
     """--edition, as run-tournament takes it: refused for a game without that edition."""
-    return click.option("--edition", type=click.Choice([*EDITIONS, "standard"]), help=EDITION_HELP)(func)
+    every = list(dict.fromkeys(e for editions in GAME_EDITIONS.values() for e in editions))
+    return click.option("--edition", type=click.Choice(every), help=EDITION_HELP)(func)
 
 
 def _ruleset(game: str, edition: str | None, components_file: Path | None):  # type: ignore[no-untyped-def]

@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from arena.bots.manifest import MANIFEST, Manifest
-from arena.engine import EDITIONS
-from arena.engine.components import Ruleset, load_components, ruleset_for
+from arena.engine.components import GAME_EDITIONS, Ruleset, load_components, ruleset_for
 from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
 from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem, toml_text
@@ -370,7 +369,10 @@ def check_edition(game: str, edition: str | None, source: str = _CLI) -> str:
     """``edition`` if it is one of ``game``'s editions (None: the game's default), else
     ConfigError ``SOURCE: key 'edition': expected one of ..., got ...``. The one check of a
     tournament config and of every command taking --game and --edition."""
-    editions = EDITIONS if game == "patchwork" else ("standard",)
+    if game not in GAME_EDITIONS:
+        expected = "one of " + ", ".join(map(repr, GAME_EDITIONS))
+        raise ConfigError(f"{source}: {problem('game', expected, got(game))}")
+    editions = GAME_EDITIONS[game]
     if edition is None:
         return editions[0]
     if edition not in editions:
