@@ -137,3 +137,20 @@ def test_the_config_of_a_swiss_run_reads_back(tmp_path: Path) -> None:
     bots = field_of(tmp_path, 3)
     config = load_config(None, {"entrants": [bots], "format": "swiss", "rounds": 2})
     assert config.plan.rounds == 2 and config.names == ("greedy", "rand1", "rand2")
+
+
+@pytest.mark.slow
+def test_a_swiss_on_dask_plays_the_same_games_as_local_processes(tmp_path: Path,
+                                                                  monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    distributed = pytest.importorskip("distributed")
+    bots = field_of(tmp_path, 5)
+    args = ["run-tournament", "--bots", str(bots), "--format", "swiss", "--rounds", "2", "--seed", "6", *FAST]
+    local = arena(*args, "--out", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    monkeypatch.setenv("ARENA_DASK_CACHE", str(tmp_path / "cache"))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster:
+        on_dask = arena(*args, "--out", str(tmp_path / "dask"), "--dask", cluster.scheduler_address)
+    assert on_dask.returncode == 0, on_dask.stderr
+    assert games_of(tmp_path / "dask") == games_of(tmp_path / "local")
+    assert len(games_of(tmp_path / "dask")) == 2 * 2 * 2
