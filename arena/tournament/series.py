@@ -5,9 +5,11 @@ play their games through :func:`run_series`:
 
 - a :class:`Lineup` says who plays and how every game is played (bot folders, labels,
   time control, rules, launcher); it is a picklable value sent to every worker;
-- a *schedule* (:func:`arena.tournament.schedule.iter_schedule` for a tournament, or
-  ``match_schedule``, ``sprt_schedule``, ``gauntlet_schedule`` there) is a lazy sequence
-  of :class:`GameSpec`: seats by label, seed, id;
+- a *schedule* (``match_schedule``, ``sprt_schedule``, ``gauntlet_schedule`` in
+  :mod:`arena.tournament.schedule`) is a lazy sequence of :class:`GameSpec`: seats by
+  label, seed, id; a tournament gives a *scheduler* instead
+  (:mod:`arena.tournament.scheduler`), which hears every result before it is asked for
+  the next game and may answer "nothing yet" (a Swiss round waiting for its last games);
 - an :class:`Executor` plays the schedule's games somewhere and yields each as it finishes:
   :class:`InProcess` (one pool of bots in this process, games in schedule order),
   :class:`arena.tournament.workers.WorkerProcesses` (local worker processes, with
