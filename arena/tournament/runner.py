@@ -6,7 +6,10 @@ The coordinator (this process) owns the results folder; games run through
 with its own bot processes reused across its games. Finished games stream back and
 are stored one transaction each, so killing the coordinator at any moment loses at
 most the games in flight, and running the same command again plays exactly the games
-that are missing.
+that are missing. The games come from the format's scheduler
+(:mod:`arena.tournament.scheduler`); on a resume it first hears the stored games again
+(:class:`~arena.tournament.scheduler.Replay`), so a Swiss or knockout run pairs its later
+rounds from the same results as a run never interrupted.
 """
 
 from __future__ import annotations
