@@ -6,9 +6,10 @@ STAMP  := $(VENV)/.installed
 # Debian packages: gcc builds the C sample bot, bubblewrap (+ util-linux's setpriv) is the
 # strict sandbox that tournaments use by default (libseccomp2: its seccomp filter), chromium
 # drives the HTML tests; g++, nodejs and default-jre-headless run the starter kits of
-# `arena new-bot` in their tests (the JRE alone compiles the Java kit: it carries javac's module).
+# `arena new-bot` in their tests (the JRE alone compiles the Java kit: it carries javac's module);
+# golang-go, rustc and cargo build the Go and Rust bots of the hint tests (tests/bots/test_authors.py).
 DEMO_PACKAGES := gcc bubblewrap util-linux libseccomp2
-TEST_PACKAGES := $(DEMO_PACKAGES) chromium chromium-driver g++ nodejs default-jre-headless
+TEST_PACKAGES := $(DEMO_PACKAGES) chromium chromium-driver g++ nodejs default-jre-headless golang-go rustc cargo
 
 # $(call debian_packages,LIST): install the missing ones when we are root on Debian;
 # otherwise say what is missing and carry on (what needs them then fails with that advice).
@@ -71,8 +72,10 @@ wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a sho
 	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena run-tournament --games 2 --out demo
 	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena report demo
 	test -s $(WHEEL_DIR)/work/demo/report/index.html
+	cd $(WHEEL_DIR)/work && $(WHEEL_DIR)/venv/bin/arena new-bot kit --lang python | grep "site-packages/arena/protocol/PROTOCOL.md"
+	test -s "$$($(WHEEL_DIR)/venv/bin/python -c 'import arena.protocol, pathlib; print(pathlib.Path(arena.protocol.__file__).parent / "PROTOCOL.md")')"
 	rm -rf $(WHEEL_DIR)
-	@echo "wheel-check: the installed wheel ran a tournament and wrote its report outside the checkout"
+	@echo "wheel-check: the installed wheel ran a tournament and wrote its report outside the checkout; PROTOCOL.md ships in it"
 
 bench: $(STAMP)  ## print performance figures (all sections, the harness section included: about 15 min)
 	$(call debian_packages,$(DEMO_PACKAGES))

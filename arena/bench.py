@@ -1,22 +1,30 @@
 """`make bench`: performance figures, printed (never asserted by a timed test).
 
 Run as ``python -m arena.bench [section ...] [--quick]``; sections: engine, referee,
-tournament, sandbox, freeze, harness, serve (default: all). ``--quick`` makes the harness section a
+tournament, sandbox, freeze, wait, harness, serve (default: all). ``--quick`` makes the harness
+section a
 short smoke run (its figures are not meaningful).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from arena.bench_harness import bench_harness
 from arena.bench_serve import bench_serve
 from arena.engine import GameState
+
+if TYPE_CHECKING:
+    from arena.bots.manifest import Manifest
+    from arena.bots.session import BotHandle
 
 Section = Callable[[], None]
 
@@ -237,9 +245,7 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
     thaw + freeze cost the referee per move."""
     import multiprocessing as mp
     import tempfile
-    from pathlib import Path
 
-    from arena.bots.manifest import Manifest
     from arena.bots.pool import BotPool
     from arena.launch.bubblewrap import check_strict_available
     from arena.launch.cgroup import detect
@@ -250,29 +256,12 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
     hogs = max(1, mp.cpu_count())
     rows: list[tuple[str, str, list[float], list[int]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "bots"
-        for name, argv in (("work", ["python", "bot.py"]), ("hog", ["python", "bot.py", "hog", "3"]),
-                           ("sleep", ["python", "bot.py", "sleep"])):
-            bot = folder / name
-            bot.mkdir(parents=True)
-            (bot / "bot.py").write_text(_WORK_BOT.format(work=work))
-            (bot / "bot.toml").write_text(f'name = "{name}"\ncommand = {argv!r}\nprotocol = "zmq"\n'
-                                          .replace("'", '"'))
-        folder.chmod(0o755)
-        for path in folder.rglob("*"):
-            path.chmod(0o755)
-        work_bot, hog_bot, sleep_bot = (Manifest.load(folder / name) for name in ("work", "hog", "sleep"))
-        ctx = mp.get_context("spawn")
+        bots = _work_bots(Path(tmp) / "bots", work)
         for pondering in (False, True):
             for beside in (False, True):
-                stop = ctx.Event()
-                others = [ctx.Process(target=_hog_games, args=(str(hog_bot.folder), str(sleep_bot.folder),
-                                                                str(Path(tmp) / f"hog-{i}"), pondering, stop),
-                                      daemon=True) for i in range(hogs if beside else 0)]
-                for process in others:
-                    process.start()
-                with BotPool([work_bot, work_bot], Path(tmp) / "logs", launcher=Launcher.for_level("strict"),
-                             pondering=pondering) as pool:
+                with _hog_games_beside(bots, Path(tmp), hogs if beside else 0, pondering), \
+                        BotPool([bots["work"], bots["work"]], Path(tmp) / "logs",
+                                launcher=Launcher.for_level("strict"), pondering=pondering) as pool:
                     pool.play(0, 1, seed=0)  # start both before timing (the hogs start meanwhile)
                     times: list[float] = []
                     freeze_ns: list[int] = []
@@ -280,11 +269,6 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
                         result = pool.play(game % 2, 1 - game % 2, seed=game, measure=True)
                         times.extend(move["time_ms"] for move in result.record["moves"])
                         freeze_ns.extend(result.freeze_ns)
-                stop.set()
-                for process in others:
-                    process.join(30)
-                    if process.is_alive():
-                        process.kill()
                 rows.append(("pondering" if pondering else "frozen",
                              f"beside {hogs} hog game(s)" if beside else "alone", times, freeze_ns))
     print(f"  fixed-work bot, time per move ({games} games, {work} loop iterations per move):")
@@ -294,6 +278,129 @@ def bench_freeze(games: int = 4, work: int = 150_000) -> None:
         cost = _us(freeze_ns) if freeze_ns and mode == "frozen" else "-"
         print(f"  {mode:10s} {load:22s} {statistics.fmean(times):8.1f} {statistics.median(times):8.1f} "
               f"{ordered[int(len(ordered) * 0.9)]:8.1f}   {cost}")
+
+
+def _work_bots(folder: Path, work: int) -> dict[str, Manifest]:
+    """The bench's bots of _WORK_BOT: work (fixed work a move), hog (3 helpers spinning
+    forever), spin (1 such helper), sleep (50 ms a move, no CPU), readable by sandboxed bots."""
+    from arena.bots.manifest import Manifest
+
+    commands = {"work": ["python", "bot.py"], "hog": ["python", "bot.py", "hog", "3"],
+                "spin": ["python", "bot.py", "hog", "1"], "sleep": ["python", "bot.py", "sleep"]}
+    for name, argv in commands.items():
+        bot = folder / name
+        bot.mkdir(parents=True)
+        (bot / "bot.py").write_text(_WORK_BOT.format(work=work))
+        (bot / "bot.toml").write_text(f'name = "{name}"\ncommand = {argv!r}\nprotocol = "zmq"\n'
+                                      .replace("'", '"'))
+    folder.chmod(0o755)
+    for path in folder.rglob("*"):
+        path.chmod(0o755)
+    return {name: Manifest.load(folder / name) for name in commands}
+
+
+@contextlib.contextmanager
+def _hog_games_beside(bots: dict[str, Manifest], tmp: Path, count: int, pondering: bool) -> Iterator[None]:
+    """``count`` hog games (hog vs sleep, game after game) in processes of their own meanwhile."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    others = [ctx.Process(target=_hog_games, args=(str(bots["hog"].folder), str(bots["sleep"].folder),
+                                                    str(tmp / f"hog-{i}"), pondering, stop), daemon=True)
+              for i in range(count)]
+    for process in others:
+        process.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for process in others:
+            process.join(30)
+            if process.is_alive():
+                process.kill()
+
+
+class _WaitWatch:
+    """A bot (BotHandle) whose processes' CPU is read when its reply comes in and again once
+    the kernel reports it frozen (or when it is thawed, had it not been frozen): the CPU it
+    got while waiting for its turn. Waiting for the kernel slows the referee a little."""
+
+    def __init__(self, handle: BotHandle) -> None:
+        self.inner = handle
+        self.mark: int | None = None
+        self.waits_ms: list[float] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def cpu_ns(self) -> int:
+        assert self.inner.process is not None and self.inner.process.cgroup is not None
+        total = 0
+        for pid in self.inner.process.cgroup.pids():
+            try:
+                total += time.clock_gettime_ns(((~pid) << 3) | 2)  # the process's CPU clock
+            except OSError:  # gone meanwhile
+                pass
+        return total
+
+    def receive(self, timeout_s: float) -> dict[str, Any] | None:
+        message = self.inner.receive(timeout_s)
+        if message is not None and message["type"] == "move":
+            self.mark = self.cpu_ns()
+        return message
+
+    def freeze(self) -> None:
+        self.inner.freeze()
+        if self.mark is not None and self.inner.frozen:
+            assert self.inner.process is not None and self.inner.process.cgroup is not None
+            self.inner.process.cgroup.freeze(1.0)
+            self._close()
+
+    def thaw(self) -> None:
+        if self.mark is not None:
+            self._close()
+        self.inner.thaw()
+
+    def _close(self) -> None:
+        assert self.mark is not None
+        self.waits_ms.append((self.cpu_ns() - self.mark) / 1e6)
+        self.mark = None
+
+
+def bench_wait(games: int = 6) -> None:
+    """The CPU a bot gets while it waits for its turn, frozen: a bot that replies at once and
+    has a helper process spinning forever, against the fixed-work bot (about 15 ms a move),
+    alone and beside one hog game per core. Read from the bot's processes' CPU clocks between
+    its reply's arrival and the kernel's report that it is frozen (README, Sandbox)."""
+    import multiprocessing as mp
+    import tempfile
+
+    from arena.bots.pool import BotPool
+    from arena.launch.bubblewrap import check_strict_available
+    from arena.launch.launcher import Launcher
+    from arena.referee import FREEZE_GRACE_S, play_game
+
+    check_strict_available()
+    hogs = max(1, mp.cpu_count())
+    print(f"wait (strict; a replying bot whose helper spins, vs a fixed-work bot; grace "
+          f"{FREEZE_GRACE_S * 1000:g} ms): the spinner's CPU per wait, ms ({games} games)")
+    print(f"  {'load':22s} {'waits':>6s} {'mean':>7s} {'p50':>7s} {'p90':>7s} {'p99':>7s} {'max':>7s}")
+    with tempfile.TemporaryDirectory() as tmp:
+        bots = _work_bots(Path(tmp) / "bots", 150_000)
+        for beside in (False, True):
+            with _hog_games_beside(bots, Path(tmp), hogs if beside else 0, False), \
+                    BotPool([bots["spin"], bots["work"]], Path(tmp) / f"logs-{beside}",
+                            launcher=Launcher.for_level("strict")) as pool:
+                pool.play(0, 1, seed=0)  # both started before measuring (the hogs start meanwhile)
+                watched = _WaitWatch(pool.handles[0])
+                for game in range(games):
+                    pair = (watched, pool.handles[1]) if game % 2 == 0 else (pool.handles[1], watched)
+                    play_game(pair, seed=game)  # type: ignore[arg-type]
+            ms = sorted(watched.waits_ms)
+            print(f"  {f'beside {hogs} hog game(s)' if beside else 'alone':22s} {len(ms):6d} "
+                  f"{statistics.fmean(ms):7.2f} {ms[len(ms) // 2]:7.2f} {ms[int(len(ms) * 0.9)]:7.2f} "
+                  f"{ms[int(len(ms) * 0.99)]:7.2f} {ms[-1]:7.2f}")
 
 
 def _hog_games(hog: str, opponent: str, log_dir: str, pondering: bool, stop: object) -> None:
@@ -321,7 +428,8 @@ def _us(samples_ns: list[int]) -> str:
 
 SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
                                 "tournament": bench_tournament, "sandbox": bench_sandbox,
-                                "freeze": bench_freeze, "harness": bench_harness, "serve": bench_serve}
+                                "freeze": bench_freeze, "wait": bench_wait, "harness": bench_harness,
+                                "serve": bench_serve}
 
 
 def main(argv: list[str]) -> None:

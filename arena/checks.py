@@ -10,6 +10,7 @@ import signal
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from arena.bots.pool import sample_bots_dir, unique_labels
 from arena.bots.session import START_TIMEOUT_S, BotHandle
 from arena.clock import TimeControl, move_limits_ms
 from arena.engine import Ruleset
+from arena.engine.components import patchwork
 from arena.errors import ArenaError, BotTerminatedError
 from arena.launch import scratch as scratch_folders
 from arena.launch.launcher import Launcher, UnconfinedLauncher
@@ -31,6 +33,14 @@ from arena.untrusted import copy_folder, file_name, for_terminal, inside, remove
 
 SLOW_START_S = 2.0
 _DIGITS = re.compile(r"\d+")
+WELCOME_WAIT_S = 0.3  # how long after its hello a bot is watched for dying on the welcome
+# Seeds whose first position gives the first player the longest move_request a real game of
+# each ruleset makes at its first move (legal moves included): found by searching seeds 0-19,999.
+# Patchwork: 86,356 bytes (1,345 legal moves; the longest of any real position is 87,458, later
+# in a game); Stack'n Stuff: 44,841 (681). check-bot plays one game more on it, the bot first,
+# when the bot asks for legal moves: a fixed-size line buffer (Go's bufio.Scanner, 64 KiB)
+# fails there rather than in a tournament, where 1 game in 40 meets such a request.
+LONG_SEEDS = {"patchwork": 12818, "stack-n-stuff": 19715}
 
 
 @dataclass
@@ -83,8 +93,21 @@ def _log_folder(report: ConformanceReport, log_dir: Path | None) -> Iterator[Pat
         report.lines = [line for line in report.lines if not line.startswith("bot log: ")]
     elif not report.problems and not report.warnings:
         remove_tree(logs)
-        report.log = None
-        report.lines = [LOG_REMOVED if line.startswith("bot log: ") else line for line in report.lines]
+        report.log = None  # said last: it is removed at the end
+        report.lines = [line for line in report.lines if not line.startswith("bot log: ")] + [LOG_REMOVED]
+
+
+def _died_on_welcome(handle: BotHandle) -> BotTerminatedError | None:
+    """Watch the bot for WELCOME_WAIT_S after its hello: what it died on if it ended on the
+    welcome (before this, the check said "handshake: ok" and then game 1 "crashed between
+    games, after the last game_over"), else None."""
+    deadline = time.monotonic() + WELCOME_WAIT_S
+    while handle.is_running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    died = handle.welcome_death()
+    if died is not None:
+        handle.died_on_welcome += 1
+    return died
 
 
 ENDED_BY_HARNESS = (-signal.SIGKILL, -signal.SIGTERM)  # a bot still running after shutdown's grace
@@ -113,9 +136,12 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                     per_move_ms: int = 1000, bank_ms: int = 10_000,
                     first_move_ms: int = 5000, ruleset: Ruleset | None = None,
                     launcher: Launcher | None = None, submitting: bool = False,
-                    on_stage: Callable[[str], None] | None = None) -> ConformanceReport:
+                    on_stage: Callable[[str], None] | None = None,
+                    seed: int = 0) -> ConformanceReport:
     """Build the bot, time its handshake, play ``games`` games against random in both seats
-    (started by ``launcher``, level none by default, as a tournament would). ``submitting``
+    on seeds ``seed``, ``seed``, ``seed + 1``... (started by ``launcher``, level none by
+    default, as a tournament would), and for a bot asking for legal moves one more on a
+    LONG_SEEDS seed, where its first request is as long as real ones get. ``submitting``
     also refuses a folder holding symbolic links (it is about to be copied). The logs go
     to ``log_dir``, or to a new temporary folder that is kept only if the check found a
     problem or a warning (``report.log`` names the bot's log, None once removed).
@@ -149,26 +175,34 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             log_start = report.log.stat().st_size
         except OSError:
             log_start = 0
-        report.lines.append(f"bot log: {report.log}")
         if 0 in pool.build_errors:
             report.problems.append(pool.build_errors[0])
             # the bot never ran: what there is to read is its build's output
             report.log = inside(logs, f"{file_name(labels[0])}.build.log")
-            report.lines[-1] = f"build log: {report.log}"
+            report.lines.append(f"build log: {report.log}")
             return report
         if manifest.build:
             report.lines.append("build: ok")
         if on_stage is not None:
             on_stage("checking")
+        report.lines.append(f"bot log: {report.log}")
+        handle = pool.handles[0]
         try:
             seconds = pool.start_time(0)
         except ArenaError as exc:
-            report.problems.append(f"start: {failure_detail(pool.handles[0], exc, termination_for(exc))}")
+            report.problems.append(f"start: {failure_detail(handle, exc, termination_for(exc))}")
             return report
-        hello = pool.handles[0].hello
-        report.lines.append(f"handshake: ok in {seconds * 1000:.0f} ms (hello: name "
-                            f"{hello['name']!r}, version {hello['version']!r}, legal_moves "
-                            f"{pool.handles[0].wants_legal_moves})")
+        hello = handle.hello
+        wants_legal_moves = handle.wants_legal_moves
+        said = (f"(hello: name {hello['name']!r}, version {hello['version']!r}, legal_moves "
+                f"{wants_legal_moves})")
+        died = _died_on_welcome(handle)
+        if died is not None:
+            report.lines.append(f"handshake: its hello came in {seconds * 1000:.0f} ms {said}, then it "
+                                "died on the welcome")
+            report.problems.append(f"handshake: {failure_detail(handle, died, Termination.CRASH)}")
+            return report
+        report.lines.append(f"handshake: ok in {seconds * 1000:.0f} ms {said}")
         if hello["name"] != manifest.name:  # a copied bot: which name counts?
             report.warnings.append(f"its hello says name {hello['name']!r} and its bot.toml "
                                    f"{manifest.name!r}: tournaments and ratings use bot.toml's (the hello's "
@@ -205,7 +239,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
                 and seats[result.loser] == 0
             if late:
                 timed_out[len(mine) > 0] = True
-            report.lines.append(f"game {number} (seat {seats.index(0)}): "
+            long = " on long messages" if spec.game_id == "check-long" else ""
+            report.lines.append(f"game {number} (seat {seats.index(0)}{long}): "
                                 f"{outcome_text(result, (labels[seats[0]], labels[seats[1]]))}; "
                                 f"{len(mine)} moves"
                                 + (f", then its move {len(mine) + 1} timed out" if late else "")
@@ -227,9 +262,13 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             4 games last 61 s, to print the same hint four times)."""
             return result.termination is Termination.TIMEOUT and last_lost_by_fault
 
-        # Both seats on each seed (0, 0, 1, 1, ...), the bot in seat 0 first, as `arena play` plays.
-        if run_series(match_schedule(labels[0], labels[1], games, 0, "check"), executor, judge,
-                      stop=timed_out_now):
+        # Both seats on each seed (seed, seed, seed + 1, ...), the bot in seat 0 first, as `arena
+        # play` plays; then, for a bot asking for legal moves, the longest requests real games make.
+        schedule = list(match_schedule(labels[0], labels[1], games, seed, "check"))
+        long_seed = LONG_SEEDS.get((ruleset or patchwork()).name)
+        if wants_legal_moves and long_seed is not None:
+            schedule.append(GameSpec(games, "check-long", labels[0], labels[1], long_seed, games // 2 + 1))
+        if run_series(schedule, executor, judge, stop=timed_out_now):
             report.lines.append(f"stopped after game {played} of {games}: the bot timed out, and each other "
                                 "game would wait for it as long again; fix that first")
         exits = pool.handles[0].exited_on_its_own
@@ -242,6 +281,8 @@ def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
             ended = after_last_game(pool.handles[0])
             if ended:
                 report.problems.append(ended)
+        report.lines.append(f"longest message sent to it: {handle.largest_sent:,} bytes"
+                            + ("" if wants_legal_moves else " (it asks for no legal moves)"))
         worst = [("timed out" if timed_out[i] else f"{slowest[i]:.0f} ms") for i in (0, 1)]
         report.lines.append(f"slowest first move: {worst[0]} (limit {tc.first_move_ms} ms); "
                             f"slowest other move: {worst[1]} (limit {tc.per_move_ms} ms)")

@@ -415,7 +415,7 @@ def _time_control_options(func):  # type: ignore[no-untyped-def]
 
 
 def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
-    """``--sandbox strict|none``: how bots are confined (README, section Sandbox)."""
+    """``--sandbox strict|none``: how bots are confined (docs/sandbox.md)."""
     if default == "none":
         text = ("How to confine the bots: none (default: resource limits and process-tree control "
                 "only, builds run in the bot's folder: for a bot author's own machine) or strict "
@@ -567,11 +567,13 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str | None, s
               help="Games against the random sample bot (both seats).")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for logs (default: a temporary folder).")
+@click.option("--seed", type=SEEDS, default=0, show_default=True,
+              help="Seed of the first pair of games (the next pair uses SEED+1, ...).")
 @_time_control_options
 @_game_options
 @_sandbox_option("none")
 @_trace_option
-def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_ms: int,
+def check_bot(bot: Path, games: int, logs: Path | None, seed: int, per_move_ms: int, bank_ms: int,
               first_move_ms: int, game: str, components_file: Path | None, sandbox: str,
               trace: bool) -> None:
     """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
@@ -581,7 +583,7 @@ def check_bot(bot: Path, games: int, logs: Path | None, per_move_ms: int, bank_m
     _start_trace(trace)
     report = run_conformance(bot, games=games, log_dir=logs, ruleset=_ruleset(game, None, components_file),
                              per_move_ms=per_move_ms, bank_ms=bank_ms, first_move_ms=first_move_ms,
-                             launcher=launcher)
+                             launcher=launcher, seed=seed)
     _echo_report(report)
     if report.problems:
         click.echo(f"FAIL: {len(report.problems)} problem(s):", err=True)
@@ -964,7 +966,7 @@ def new_bot(folder: Path, lang: str, name: str | None) -> None:
     written = create(folder, lang, name)
     click.echo(for_terminal(f"wrote a {DESCRIPTIONS[lang]} bot in {folder}: "
                             + ", ".join(str(p.relative_to(folder)) for p in written), newlines=False))
-    spec = Path(__file__).resolve().parents[1] / "protocol" / "PROTOCOL.md"  # in a checkout
+    spec = Path(__file__).resolve().parent / "protocol" / "PROTOCOL.md"  # ships in the package
     where = shell_word(spec) if spec.is_file() else "protocol/PROTOCOL.md in patchwork-arena's source"
     click.echo(f"next: arena check-bot {shell_word(folder)} --sandbox strict   (the spec: {where})")
 
@@ -996,10 +998,12 @@ TOKEN_FILE_HELP = "A file holding the token (default: the ARENA_TOKEN environmen
               help="Uploads each author may make in any hour.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 1024), default=20, show_default=True,
               help="Largest archive accepted, in MB.")
+@click.option("--max-author-mb", type=click.IntRange(1, 1_000_000), default=1000, show_default=True,
+              help="What all of an author's versions may hold on disk, unpacked, in MB.")
 def serve(data: Path, host: str, port: int, game: str, components_file: Path | None, edition: str | None,
           per_move_ms: int, bank_ms: int, first_move_ms: int, concurrency: int | None,
           dask_address: str | None, house_bots: str, user: str | None, sandbox: str, uploads_per_hour: int,
-          max_upload_mb: int) -> None:
+          max_upload_mb: int, max_author_mb: int) -> None:
     """Run an arena: authors upload bots over HTTP, each version is checked in the sandbox,
     a rated ladder plays continuously, and the leaderboard and games are served live."""
     from arena.serve.server import serve as run_server
@@ -1018,7 +1022,8 @@ def serve(data: Path, host: str, port: int, game: str, components_file: Path | N
                       first_move_ms=first_move_ms, concurrency=concurrency or usable_cpus(),
                       dask=dask_address,
                       sandbox=sandbox, house_bots=names, uploads_per_hour=uploads_per_hour,
-                      max_upload_bytes=max_upload_mb * 1_000_000)
+                      max_upload_bytes=max_upload_mb * 1_000_000,
+                      max_author_bytes=max_author_mb * 1_000_000)
     run_server(options, host=host, port=port, user=user)
 
 

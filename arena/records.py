@@ -1,7 +1,7 @@
 """Game records: one JSON object per game, one line of a ``.jsonl`` file.
 
 A record is the raw truth about a game; replaying it validates every move with the
-rules engine and must reproduce the stored result. See the README for the fields.
+rules engine and must reproduce the stored result. docs/records.md lists the fields.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ def utc_now() -> str:
 
 
 def make_record(initial: GameState, players: tuple[str, str] | list[str],
-                moves: list[dict[str, Any]], result: dict[str, Any],
+                moves: list[dict[str, Any]], result: dict[str, Any], *, hidden_seed: int | None = None,
                 **extra: Any) -> dict[str, Any]:
     """Build a record. ``initial`` is the state before the first move; ``moves`` are move
     JSON objects with a ``player`` field (and optional ``time_ms``, ``info``); ``result``
-    has ``scores``, ``winner``, ``reason`` (a Termination value) and optional ``detail``."""
+    has ``scores``, ``winner``, ``reason`` (a Termination value) and optional ``detail``.
+    ``hidden_seed``: the seed the late patches' order was drawn from, when it was not the
+    public ``seed`` (:meth:`GameState.new`); kept so that the order can be checked on replay."""
     rules = initial.ruleset
     record: dict[str, Any] = {
         "format": RECORD_FORMAT,
@@ -46,6 +48,8 @@ def make_record(initial: GameState, players: tuple[str, str] | list[str],
     }
     if rules.late_patch_ids:
         record["reserve"] = initial.reserve[:]  # the order the late patches join in
+        if hidden_seed is not None:
+            record["hidden_seed"] = hidden_seed
     if rules != ruleset_for(rules.name, rules.edition):
         record["components"] = rules.components  # user-supplied: the record must carry them
     record.update(extra)
@@ -68,13 +72,15 @@ def initial_state(record: dict[str, Any]) -> GameState:
     if first not in (0, 1):
         raise RecordError(f"first_player must be 0 or 1, got {first!r}")
     circle, reserve, seed = record.get("circle"), record.get("reserve"), record.get("seed")
+    hidden = record.get("hidden_seed")
+    hidden = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) else None
     try:
         rules = ruleset_for(record.get("ruleset", "patchwork"), record.get("edition"),
                             record.get("components"))
         if circle is None:
             if not isinstance(seed, int):
                 raise RecordError("the record has neither a circle nor an integer seed")
-            return GameState.new(seed, first_player=first, ruleset=rules)
+            return GameState.new(seed, first_player=first, ruleset=rules, hidden_seed=hidden)
         if not isinstance(circle, list) or not all(isinstance(i, int) for i in circle):
             raise RecordError("circle must be a list of patch ids")
         state = GameState.from_circle(circle, first, ruleset=rules, seed=seed, reserve=reserve)
@@ -85,9 +91,16 @@ def initial_state(record: dict[str, Any]) -> GameState:
     if circle[-1] != state.ruleset.last_patch_id:
         raise RecordError(f"circle must end with patch {state.ruleset.last_patch_id}")
     if isinstance(seed, int):
-        shuffled = GameState.new(seed, first_player=first, ruleset=rules)
-        if (shuffled.circle, shuffled.reserve) != (circle, state.reserve):
+        shuffled = GameState.new(seed, first_player=first, ruleset=rules, hidden_seed=hidden)
+        if shuffled.circle != circle:
             raise RecordError(f"circle does not match the shuffle of seed {seed}")
+        if shuffled.reserve != state.reserve:
+            drawn_by = f"seed {seed}" if hidden is None else f"hidden_seed {hidden}"
+            raise RecordError(f"reserve does not match the order drawn by {drawn_by}")
+    elif hidden is not None:
+        drawn = GameState.new(0, first_player=first, ruleset=rules, hidden_seed=hidden).reserve
+        if drawn != state.reserve:
+            raise RecordError(f"reserve does not match the order drawn by hidden_seed {hidden}")
     return state
 
 

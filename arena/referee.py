@@ -6,13 +6,15 @@ an oversize message or breaks the protocol loses the game with a recorded reason
 its process tree is killed (it is restarted for its next game), and the opponent wins.
 Nothing a bot does can make :func:`play_game` hang or raise.
 
-Under a sandbox with a cgroup freezer a bot runs only on its turn: both are frozen once
-``new_game`` is sent, the mover is thawed before its request is sent (its clock starts
-once the kernel has thawed it), and the bot waiting for its turn is frozen FREEZE_GRACE_S
-after its own reply came in, or at once when the next request is slow to build (it carries
-the legal moves): an opponent that answers sooner costs no freeze and no thaw (each wakes
-every process of the bot). Between games both stay frozen (see :meth:`BotHandle.freeze`;
-pondering bots are never frozen).
+Under a sandbox with a cgroup freezer a bot runs only on its turn: each is frozen once it
+has started (seat 0 while seat 1 starts), the mover is thawed before its request is sent
+(its clock starts once the kernel has thawed it), and the bot waiting for its turn is frozen
+FREEZE_GRACE_S after its own reply came in, checked before and after the opponent's request
+is built and while the opponent thinks; it is frozen before the request is built or the
+opponent thawed when the request is slow to build (it carries the legal moves) or the
+opponent is frozen (a thaw can take milliseconds): an opponent that answers sooner costs no
+freeze and no thaw (each wakes every process of the bot). Between games both stay frozen
+(see :meth:`BotHandle.freeze`; pondering bots are never frozen).
 
 The referee depends on a :class:`Player`, not on a process: :class:`BotHandle` is the real
 one; the tests' scripted players (``tests/scripted.py``) run the failure cases in-process.
@@ -43,7 +45,6 @@ from arena.errors import (
     ProtocolViolationError,
     SchemaViolationError,
 )
-from arena.launch.process import STDERR_LOG_MAX_BYTES, log_is_full
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted as encode
 from arena.protocol.constants import MAX_MESSAGE_BYTES
@@ -143,6 +144,10 @@ class Player(Protocol):
         """The last lines of what its latest run wrote to its log."""
         ...
 
+    def log_full_note(self) -> str:
+        """Why its log holds no last words when it reached its size limit ("" otherwise)."""
+        ...
+
 _REASONS: list[tuple[type[Exception], Termination]] = [
     (BotTimeoutError, Termination.TIMEOUT),
     (BotTerminatedError, Termination.CRASH),
@@ -196,15 +201,17 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
               first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
               game_id: str = "game", on_move: MoveCallback | None = None,
               clock: Callable[[], float] = time.monotonic, ruleset: Ruleset | None = None,
-              measure: bool = False) -> GameResult:
+              measure: bool = False, hidden_seed: int | None = None) -> GameResult:
     """Play one game; ``bots[i]`` sits in seat i. Never raises because of a bot.
 
-    ``ruleset`` chooses the game (default: Patchwork of ``edition``). ``measure``: time the
+    ``ruleset`` chooses the game (default: Patchwork of ``edition``). ``hidden_seed`` draws
+    what no player may know (Stack'n Stuff's join order; see :meth:`GameState.new`): give one
+    no bot can guess (:func:`arena.tournament.schedule.hidden_seed`). ``measure``: time the
     referee's own work and the freezer per move (``overhead_ns``, ``freeze_ns``: the
     bench's figures; a tournament does not pay for them)."""
     started_at = utc_now()
     wall_start = time.perf_counter()
-    state = GameState.new(seed, edition, first_player, ruleset=ruleset)
+    state = GameState.new(seed, edition, first_player, ruleset=ruleset, hidden_seed=hidden_seed)
     initial = state.clone()
     players = (bots[0].name, bots[1].name)
     components_table = messages.components(state.ruleset)
@@ -219,6 +226,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
     try:
         for seat in (0, 1):
             _start(bots[seat], seat)
+            bots[seat].freeze()  # seat 0 computes nothing while seat 1 starts (150-300 ms under strict)
         for seat in (0, 1):
             _send(bots[seat], seat, messages.new_game(game_id, seat, state.ruleset, tc_json, players,
                                                       components=components_table))
@@ -239,9 +247,13 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
         while (mover := state.to_move()) is not None:
             bot = bots[mover]
             waiting = 1 - mover
+            park_at = replied[waiting] + FREEZE_GRACE_S
             parking = None  # a bot that cannot be frozen, or is already, costs no 1 ms wake-up
             if bots[waiting].freezes and not bots[waiting].frozen:
-                if bot.wants_legal_moves:  # a request slow to build: no grace to compute meanwhile
+                # Freeze first, then build and send: no grace while the request is slow to build
+                # (legal moves) or the mover must be thawed (it is frozen: this is no exchange of
+                # quick replies, and a thaw can take milliseconds), nor once the grace is over.
+                if bot.wants_legal_moves or bot.frozen or clock() >= park_at:
                     park(waiting)
                 else:
                     parking = functools.partial(park, waiting)
@@ -252,6 +264,9 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             request = messages.move_request(seq, game_id, state, clocks.to_json(),
                                             legal_moves=bot.wants_legal_moves)
             text = encode(request)
+            if parking is not None and clock() >= park_at:  # the grace ran out while it was built
+                parking()
+                parking = None
             if measure:
                 t_thaw = time.perf_counter_ns()
                 bot.thaw()
@@ -264,8 +279,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             _send_text(bot, mover, text, (limit_ms + bank_ms) / 1000.0)
             if measure:
                 overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
-            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock, parking,
-                                           replied[waiting] + FREEZE_GRACE_S)
+            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock, parking, park_at)
             replied[mover] = clock()
             used_ms = (replied[mover] - sent) * 1000.0
             if measure:
@@ -321,7 +335,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
                 bots[seat].kill()
             else:
                 bots[seat].freeze()  # till its next turn (it is thawed only if it had much to read)
-    record = make_record(initial, players, moves, result, game_id=game_id,
+    record = make_record(initial, players, moves, result, hidden_seed=hidden_seed, game_id=game_id,
                          time_control=time_control.to_json(), started_at=started_at,
                          finished_at=utc_now())
     return GameResult(record, termination, winner, loser, detail, overhead,
@@ -367,9 +381,9 @@ def failure_detail(bot: Player, error: Exception, termination: Termination) -> s
     if termination not in (Termination.CRASH, Termination.START_FAILURE):
         return detail
     tail = bot.log_tail()
-    if not tail and log_is_full(bot.stderr_log):  # a bot that wrote its last words: none were kept
-        return detail + (f"\n(its log {bot.stderr_log} reached its {STDERR_LOG_MAX_BYTES >> 20} MiB limit: "
-                         "nothing more was kept)")
+    full = "" if tail else bot.log_full_note()
+    if full:  # a bot that wrote its last words: none were kept
+        return detail + f"\n({full})"
     if not tail:
         return detail + f"\n(its log {bot.stderr_log} is empty)"
     room = DETAIL_CAP - len(detail) - len(str(bot.stderr_log)) - 40

@@ -253,6 +253,9 @@ class ScriptedPlayer:
     def log_tail(self) -> list[str]:
         return list(self.bot.stderr)
 
+    def log_full_note(self) -> str:
+        return ""
+
 
 # ------------------------------------------------------------------ misbehaviours
 

@@ -13,11 +13,19 @@ the database (and in games.jsonl) exactly once, that no sample bot ever lost a g
 failure, that no escape attempt of a bot or its build succeeded (their logs say DONE),
 that nothing of any bot is left running or frozen and no bot cgroup is left behind, and
 prints the totals and the failures by kind.
+
+Then a short Stack'n Stuff tournament (also strict, through the CLI) of two attacks on what a
+bot may know and compute beside two sample bots: ``predict_order`` tries to predict the
+hidden join order of the stuff tiles (from guessable seeds, and from the other game of a
+pair), ``spin_after_reply`` keeps a helper spinning and reports its CPU per wait. An exact
+prediction, more than half the places right, or a helper that got more than a quarter of a
+long wait (50 ms or more) counts as an escape.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -50,8 +58,13 @@ KINDS: dict[str, tuple[str, ...]] = {
     # the referee's resources: connections and foreign identities (ZeroMQ), hostile text
     "connection_flood": (), "identity_flood": (), "multipart": (), "no_identity": (),
     "close_and_exit_slowly": (), "hostile_error": (), "hostile_info": (),
-    # other bots: the kernel keyring; the machine: helpers computing off the bot's turn
-    "keyring": (), "spin_helpers": ("2",),
+    # other bots: the kernel keyring; the machine: helpers computing off the bot's turn (and
+    # measuring it); what a bot may not know: Stack'n Stuff's hidden join order
+    "keyring": (), "spin_helpers": ("2",), "spin_after_reply": ("stdio",), "predict_order": (),
+    # the machine's shared budgets (issue 31): socket buffers (MiB of TCP, of UDP), AIO events
+    # (contexts of 4096), ptys, huge pages; AF_UNIX buffers past the memory limit (MiB)
+    "socket_hog": ("1024", "256"), "aio_hog": ("64",), "pty_hog": ("4096",), "hugepage_hog": ("512",),
+    "unix_hog": ("2048",),
     # the build: reads secrets and writes outside its folder (see BUILD_SNOOP)
     "build_snoop": (),
 }
@@ -59,9 +72,15 @@ KINDS: dict[str, tuple[str, ...]] = {
 # to write outside it; under strict it builds in a private copy as its own uid.
 BUILD_SNOOP = ("(cat /etc/shadow; ls -la /root; ls {results}/..) > stolen.txt 2>&1; "
                "echo pwned > {repo}/pwned-by-build 2>/dev/null; true")
-ESCAPES = ("net", "snoop", "write", "keyring")  # their logs must never say DONE (but for TMPDIR)
+# their logs must never say DONE (but for TMPDIR)
+ESCAPES = ("net", "snoop", "write", "keyring", "socket_hog", "aio_hog", "pty_hog", "hugepage_hog",
+           "unix_hog")
 SHORT = ("fork_bomb", "balloon", "net", "ignore_term", "crash", "connection_flood", "hostile_error",
-         "keyring", "spin_helpers", "build_snoop")
+         "keyring", "spin_helpers", "build_snoop", "spin_after_reply", "predict_order")
+HIDDEN = ("predict_order", "spin_after_reply")  # also in the Stack'n Stuff tournament
+HIDDEN_SAMPLES = ("random", "mcts")  # mcts thinks: long waits for the spinner
+LONG_WAIT_MS = 50  # a wait this long would give an unfrozen helper tens of ms ...
+MAX_WAIT_SHARE = 0.25  # ... of which a frozen one gets at most this share (FREEZE_GRACE_S + the thaw)
 SHORT_SAMPLES = ("random", "greedy", "cbot")
 
 
@@ -83,6 +102,7 @@ class SoakReport:
     submit_problems: list[str] = field(default_factory=list)  # submits that were not refused
     worker_kills: int = 0
     duplicates: int = 0  # games stored more than once
+    hidden: list[str] = field(default_factory=list)  # what the Stack'n Stuff attacks got (lines)
 
     @property
     def ok(self) -> bool:
@@ -107,6 +127,7 @@ class SoakReport:
                    f"{self.duplicates}")
         out.append(f"escape attempts that got through: {len(self.escapes)}; submits not refused: "
                    f"{len(self.submit_problems)}")
+        out += [f"stack-n-stuff attacks: {line}" for line in self.hidden]
         out += [f"  escape: {line}" for line in self.escapes[:10]]
         out += [f"  submit: {line}" for line in self.submit_problems]
         out += [f"  sample bot failure: {line}" for line in self.sample_failures[:10]]
@@ -184,10 +205,11 @@ def kill_workers(runner: subprocess.Popen[str], kills: int, seed: int) -> int:
 
 def soak(games: int = 2000, *, kinds: Sequence[str] = tuple(KINDS), samples: Sequence[str] | None = None,
          concurrency: int | None = None, out: Path | None = None, quiet: bool = False,
-         worker_kills: int = 3, submits: bool = True) -> SoakReport:
+         worker_kills: int = 3, submits: bool = True, hidden_games: int = 24) -> SoakReport:
     """Run the soak tournament (at least ``games`` games) through the CLI and check what it left.
     ``quiet`` keeps the CLI's output (shown only if it fails) off the terminal; up to
-    ``worker_kills`` tournament workers are SIGKILLed at random moments of the run."""
+    ``worker_kills`` tournament workers are SIGKILLed at random moments of the run. Then at least
+    ``hidden_games`` games of Stack'n Stuff with the HIDDEN attacks (none: 0 or no such kind)."""
     work = Path(tempfile.mkdtemp(prefix="arena-soak-"))
     out = out or work / "results"
     listener = socket.create_server(("127.0.0.1", 0))  # something for "net" to try to reach
@@ -218,11 +240,72 @@ def soak(games: int = 2000, *, kinds: Sequence[str] = tuple(KINDS), samples: Seq
         report.worker_kills = killer.result()
         report.submit_problems = submit_problems
         report.escapes += _escapes(out, values)
+        attackers = [e for e in entrants if e.name in {f"bad-{kind}" for kind in HIDDEN}]
+        if hidden_games and attackers:
+            report.hidden, escapes, problem = _hidden_phase(out.with_name(out.name + "-sns"), attackers,
+                                                            hidden_games, concurrency)
+            report.escapes += escapes
+            if problem and not report.exit_code:
+                report.exit_code, report.errors = 1, problem
         return report
     finally:
         listener.close()
         shutil.rmtree(work / "bots", ignore_errors=True)
         shutil.rmtree(work / "submits", ignore_errors=True)
+
+
+def _hidden_phase(out: Path, attackers: Sequence[Path], games: int,
+                  concurrency: int | None) -> tuple[list[str], list[str], str]:
+    """The Stack'n Stuff tournament of the HIDDEN attackers and two sample bots; returns the
+    summary lines, the escapes, and why the run failed ("" if it did not)."""
+    entrants = [*attackers, *(sample_bots_dir() / name for name in HIDDEN_SAMPLES)]
+    pairings = len(entrants) * (len(entrants) - 1) // 2
+    per_pairing = max(2, 2 * -(-games // (2 * pairings)))
+    run = subprocess.run([*ARENA_ARGV, "run-tournament", "--game", "stack-n-stuff",
+                          *[arg for bot in entrants for arg in ("--bots", str(bot))], "--name", "soak-sns",
+                          "--games", str(per_pairing), "--seed", "1", "--time-per-move", "200",
+                          "--sandbox", "strict", "--out", str(out),
+                          *(["--concurrency", str(concurrency)] if concurrency else [])],
+                         capture_output=True, text=True, timeout=3600)
+    if run.returncode:
+        return [], [], f"the Stack'n Stuff run exited with {run.returncode}: {run.stderr.strip()[-1000:]}"
+    truth = {}
+    for line in (out / "games.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        truth[record["game_id"]] = record["reserve"]
+    escapes = []
+    guesses = exact = places = right = 0
+    for log in sorted(out.glob("logs/**/bad-predict_order.stderr.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if not line.startswith("predict_order: "):
+                continue
+            entry = json.loads(line.removeprefix("predict_order: "))
+            order, real = entry.get("order"), truth.get(entry["game"])
+            if entry["route"] not in ("seed", "pair") or order is None or real is None:
+                continue
+            guesses += 1
+            places += len(real)
+            right += sum(a == b for a, b in zip(order, real, strict=False))
+            if order == real:
+                exact += 1
+                escapes.append(f"bad-predict_order predicted the join order of {entry['game']} "
+                               f"({entry['route']} route)")
+    if places and right > places // 2:
+        escapes.append(f"bad-predict_order had {right} of {places} join places right (chance: 1 in 8)")
+    long_waits = []
+    for log in sorted(out.glob("logs/**/bad-spin_after_reply.stderr.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("spin_after_reply: "):
+                wait = json.loads(line.removeprefix("spin_after_reply: "))
+                if wait["wait"] == "move" and wait["wall_ms"] >= LONG_WAIT_MS:
+                    long_waits.append(wait["helper_cpu_ms"] / wait["wall_ms"])
+    if long_waits and max(long_waits) > MAX_WAIT_SHARE:
+        escapes.append(f"bad-spin_after_reply's helper computed {max(long_waits):.0%} of a wait of "
+                       f"{LONG_WAIT_MS} ms or more")
+    lines = [f"{len(truth)} games; join-order predictions exact {exact} of {guesses}, places right "
+             f"{right} of {places}; spinner's helper over {len(long_waits)} waits of {LONG_WAIT_MS} ms or "
+             f"more: at most {max(long_waits, default=0):.1%} of the wait"]
+    return lines, escapes, ""
 
 
 def _escapes(out: Path, values: dict[str, str]) -> list[str]:
@@ -302,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kinds, samples = (SHORT, SHORT_SAMPLES) if args.short else (tuple(KINDS), None)
     report = soak(args.games, kinds=kinds, samples=samples, concurrency=args.concurrency, out=args.out,
-                  worker_kills=args.kill_workers)
+                  worker_kills=args.kill_workers, hidden_games=max(24, args.games // 20))
     print("\n".join(report.lines()))
     return 0 if report.ok else 1
 

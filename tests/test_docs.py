@@ -47,12 +47,17 @@ def test_every_endpoint_of_serve_is_in_its_docs(tmp_path: Path) -> None:
     arena = Arena(Options(data=tmp_path, sandbox="none", house_bots=()))
     try:
         app = create_app(arena, Events())
+
         def plain(path: str) -> str:
             return re.sub(r"\{[^}]*\}", "{}", path)
 
         text = plain((REPO / "docs" / "serve.md").read_text())
-        paths = {route.path for route in app.routes if route.path.startswith("/api/")  # type: ignore[attr-defined]
-                 and route.path not in ("/api/docs", "/api/openapi.json", "/api/docs/oauth2-redirect")}  # type: ignore[attr-defined]
+        paths = {
+            route.path
+            for route in app.routes
+            if route.path.startswith("/api/")  # type: ignore[attr-defined]
+            and route.path not in ("/api/docs", "/api/openapi.json", "/api/docs/oauth2-redirect")
+        }  # type: ignore[attr-defined]
         documented = set(re.findall(r"`(?:GET|POST|PUT|DELETE) (/api/[^`?]*)", text))
         for row in re.findall(r"`(?:GET|POST|PUT|DELETE) (/api/[^`?]*)`((?:, `/[a-z]+`)*)", text):
             base = row[0].rsplit("/", 1)[0]
@@ -61,3 +66,32 @@ def test_every_endpoint_of_serve_is_in_its_docs(tmp_path: Path) -> None:
         assert missing == []
     finally:
         arena.close()
+
+
+def test_the_cli_reference_is_generated_from_help() -> None:
+    from arena.cli_reference import MARKER, render
+
+    text = (REPO / "docs" / "cli.md").read_text()
+    assert MARKER in text
+    assert text.split(MARKER)[1].strip() == render().split(MARKER)[1].strip(), (
+        "docs/cli.md is out of date: run python -m arena.cli_reference --write"
+    )
+
+
+def test_the_readme_stays_short_and_its_links_lead_somewhere() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    for link in re.findall(r"\]\(([^)#]+)\)", readme):
+        if not link.startswith("http"):
+            assert (REPO / link).exists(), link
+
+
+def test_where_to_change_one_thing_names_places_that_exist() -> None:
+    text = (REPO / "docs" / "architecture.md").read_text().split("Where to change one thing")[1]
+    named = re.findall(r"`((?:arena|tests|docs|protocol)/[^`]*)`", text)
+    assert len(named) >= 8
+    missing = [path for path in named if "<" not in path and not (REPO / path.rstrip("/")).exists()]
+    assert missing == [], missing
+    code = {path: (REPO / path).read_text() for path in named if path.endswith(".py")}
+    for symbol in re.findall(r"`(\w+)` type", text) + re.findall(r"`(\w+)` \(`", text):
+        assert any(symbol in source for source in code.values()), symbol

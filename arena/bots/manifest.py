@@ -30,6 +30,7 @@ import select
 import shlex
 import shutil
 import stat
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ def _manifest_hint(folder: Path) -> str:
                    if not os.path.islink(folder / name) and os.path.isfile(folder / name / MANIFEST))
     if inner:  # an archive unpacked into a folder of its own name: mybot/mybot/bot.toml
         return f": it holds {shown(inner[0] + '/' + MANIFEST, 80)}; give that folder ({shown(inner[0], 60)})"
-    return (f"; a bot folder holds a {MANIFEST} naming the bot and its command (README, 'Bots'), "
+    return (f"; a bot folder holds a {MANIFEST} naming the bot and its command (docs/bots.md), "
             "or start from one: `arena new-bot DIR --lang python` (or js, c, cpp, java, python-zmq)")
 
 
@@ -407,8 +408,11 @@ def _run_build(manifest: Manifest, folder: Path, launcher: Launcher, log: Path |
     if timed_out:
         raise BotStartError(f"{what} took more than {timeout_s:g} s and was stopped{where}{_gist(output)}")
     if code != 0:
-        hint = _confined_build_hint(output, manifest.build) if launcher.copies_builds else ""
-        raise BotStartError(f"{what} failed with {status}{where}{hint}{_gist(output)}")
+        toolchain = toolchain_used(manifest.build, launcher.build_environment().get("PATH", BOT_PATH))
+        ran = f" - the build ran {toolchain[0]} {toolchain[1]}".rstrip() if toolchain else ""
+        hint = version_hint(output, toolchain) or (
+            _confined_build_hint(output, manifest.build) if launcher.copies_builds else "")
+        raise BotStartError(f"{what} failed with {status}{where}{ran}{hint}{_gist(output)}")
 
 
 class _DiskUse:
@@ -463,6 +467,105 @@ class _BuildNotice:
         sys.stderr.write(f"building {self.name}: still running after {now - self.started:.0f} s "
                          f"(limit {self.timeout_s:g} s{where})\n")
         sys.stderr.flush()
+
+
+# The programs that tell a bot's language (a hint's) and whose version a failed build names.
+_LANGUAGE_BUILDS = {"go": "go", "cargo": "rust", "rustc": "rust", "cc": "c", "gcc": "c", "clang": "c",
+                    "c99": "c", "c++": "cpp", "g++": "cpp", "clang++": "cpp", "javac": "java", "java": "java"}
+_LANGUAGE_COMMANDS = {"java": "java", "node": "js", "nodejs": "js", "python": "python", "python3": "python"}
+_LANGUAGE_FILES = (("go.mod", "go"), ("Cargo.toml", "rust"))
+_BUILD_WORDS = re.compile(r"[^\s;&|()]+")
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?")
+TOOLCHAIN_VERSION_TIMEOUT_S = 5.0
+
+
+def bot_language(manifest: Manifest) -> str | None:
+    """The language a bot is most likely written in, for a hint: "go", "rust", "c", "cpp",
+    "java", "js", "python", or None; from its build's and command's programs (make: from the
+    files beside it)."""
+    for word in _BUILD_WORDS.findall(manifest.build or ""):
+        found = _LANGUAGE_BUILDS.get(Path(word).name)
+        if found is not None:
+            return found
+    if manifest.command:
+        found = _LANGUAGE_COMMANDS.get(Path(manifest.command[0]).name)
+        if found is not None:
+            return found
+    for name, language in _LANGUAGE_FILES:
+        if os.path.lexists(manifest.folder / name):
+            return language
+    return None
+
+
+def toolchain_used(build: str | None, path: str) -> tuple[str, str] | None:
+    """The toolchain program a build command runs (its first word that names one: go,
+    cargo, cc...) as ``path`` finds it, and its version ("/usr/bin/cargo", "1.65.0"; the
+    version "" if it would not say), or None. Only system toolchains by name are run, never
+    a program of the bot's folder."""
+    for word in _BUILD_WORDS.findall(build or ""):
+        if "/" in word or word not in _LANGUAGE_BUILDS:
+            continue
+        program = shutil.which(word, path=path)
+        if program is None:
+            return None
+        argv = [program, "version"] if word == "go" else [program, "--version"]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=TOOLCHAIN_VERSION_TIMEOUT_S,
+                                  env={"PATH": path, "HOME": os.environ.get("HOME", "/"), "LANG": "C"},
+                                  stdin=subprocess.DEVNULL, check=False)
+            first = (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else ""
+        except (OSError, subprocess.SubprocessError):
+            first = ""
+        found = _VERSION.search(first)
+        return program, found[0] if found else ""
+    return None
+
+
+_GO_TOO_NEW = re.compile(r"note: module requires Go (\d+\.\d+(?:\.\d+)?)")
+_GO_VERSION_FORMAT = re.compile(r"go\.mod:(\d+): invalid go version '([^']{1,20})': must match format")
+_GO_TOOLCHAIN = re.compile(r"go\.mod:(\d+): unknown directive: toolchain")
+
+
+def version_hint(output: str, toolchain: tuple[str, str] | None) -> str:
+    """When a failed build's output shows the bot was written for a newer toolchain than the
+    one that ran (``toolchain``: :func:`toolchain_used`), the line to change, as
+    `` - hint: ...``; else "". Each is what a newer `cargo new`, cargo or `go mod init`
+    writes: edition 2024, a version-4 Cargo.lock, go.mod's `go 1.N.P` and `toolchain` lines,
+    or code for a newer Go than the host's."""
+    name, version = (Path(toolchain[0]).name, toolchain[1]) if toolchain else ("", "")
+    this = f"{name} {version}".strip() if name else "the toolchain that ran"
+    tail = output[-20_000:]
+    if "older than the `2024` edition" in tail or "feature `edition2024` is required" in tail:
+        return (f" - hint: Cargo.toml says edition = \"2024\", which {this} does not know (a newer "
+                "`cargo new` wrote it; edition 2024 needs cargo 1.85): change it to edition = \"2021\"")
+    if "lock file version `4` was found" in tail:
+        return (f" - hint: Cargo.lock is version 4, which {this} cannot read (a newer cargo wrote it): "
+                "change its line version = 4 to version = 3, or delete Cargo.lock and make it again with "
+                "this cargo (cargo generate-lockfile)")
+    if found := _GO_TOOLCHAIN.search(tail):
+        return (f" - hint: go.mod's toolchain line (line {found[1]}) is unknown to {this} (a Go from 1.21 on "
+                "writes it): delete that line" + _go_version_line(tail, version))
+    if found := _GO_VERSION_FORMAT.search(tail):
+        return (f" - hint: go.mod's line {found[1]}, go {found[2]}: {this} reads only go 1.N there: "
+                f"change it to go {_go_minor(version) or '1.N'}")
+    if found := _GO_TOO_NEW.search(tail):
+        return (f" - hint: go.mod says go {found[1]}, newer than {this}, and the code uses something "
+                f"{this} does not have: write go.mod's line as go {_go_minor(version) or '1.N'} and keep "
+                "to that Go's language and library, or ask the organizer for a newer Go")
+    return ""
+
+
+def _go_minor(version: str) -> str:
+    """"1.19" of Go's version "1.19.8" (go.mod's go line before Go 1.21 takes 1.N only)."""
+    return ".".join(version.split(".")[:2]) if version else ""
+
+
+def _go_version_line(output: str, version: str) -> str:
+    """The rest of a toolchain-line hint when go.mod's go line is refused as well."""
+    found = _GO_VERSION_FORMAT.search(output)
+    if found is None:
+        return ""
+    return f", and change line {found[1]}, go {found[2]}, to go {_go_minor(version) or '1.N'}"
 
 
 _ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)

@@ -137,11 +137,12 @@ class BotPool:
     def play(self, seat0: int, seat1: int, *, seed: int, edition: str = "revised",
              first_player: int = 0, time_control: TimeControl = DEFAULT_TIME_CONTROL,
              game_id: str = "game", on_move: MoveCallback | None = None,
-             ruleset: Ruleset | None = None, measure: bool = False) -> GameResult:
+             ruleset: Ruleset | None = None, measure: bool = False,
+             hidden_seed: int | None = None) -> GameResult:
         bots = (self.handles[seat0], self.handles[seat1])
         return play_game(bots, seed=seed, edition=edition, first_player=first_player,
                          time_control=time_control, game_id=game_id, on_move=on_move, ruleset=ruleset,
-                         measure=measure)
+                         measure=measure, hidden_seed=hidden_seed)
 
     def start_time(self, index: int) -> float:
         """Start entrant ``index`` (if needed) and return how long the handshake took."""

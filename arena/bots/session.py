@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.bots.manifest import Manifest
+from arena.bots.manifest import Manifest, bot_language
 from arena.channel.session import BAD_TEXT_CHARS, BotSession
 from arena.channel.transport import BRIDGE_OPEN_FILES, BridgeChannel, Channel, StdioChannel, bridge_argv
 from arena.errors import BotStartError, BotTerminatedError, BotTimeoutError, MalformedMessageError
 from arena.launch.bubblewrap import SandboxLimits
 from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
-from arena.launch.process import BotProcess, log_is_full
+from arena.launch.process import STDERR_LOG_MAX_BYTES, BotProcess, log_is_full
 from arena.launch.proctree import read_stat
 from arena.protocol import messages
 from arena.protocol.codec import encode_trusted
@@ -58,9 +58,13 @@ _SYS_READ = 0 if platform.machine() == "x86_64" else -1
 _SYS_SLEEPS = frozenset({35, 230}) if platform.machine() == "x86_64" else frozenset()
 _NEW_GAME = '{"type":"new_game"'  # how every new_game the referee sends begins (encode_trusted)
 # A bot killed by one of these right after a message longer than LONG_LINE_BYTES is told
-# that lines can be long (a C bot reading into char line[4096]).
+# that lines can be long (a C bot reading into char line[4096]), whatever its language.
 _MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 LONG_LINE_BYTES = 4096
+GO_SCANNER_BYTES = 64 << 10  # bufio.MaxScanTokenSize: a longer line stops a default bufio.Scanner
+# Languages whose usual way of reading a line reads it whole: a death after a long message is
+# not blamed on a fixed-size buffer there unless it is a memory fault.
+_WHOLE_LINE_LANGUAGES = frozenset({"python", "js"})
 MISSING_SCAN = 1000  # entries of a bot's folder looked at for a hint naming its programs
 LOG_TAIL_LINES = 20  # of a bot's stderr log, shown with a start failure or a crash
 _LOG_TAIL_BYTES = 64 << 10  # read from the end of the log to find them
@@ -207,6 +211,33 @@ def _interpreter(first_line: bytes, script: str) -> str:
     return _INTERPRETERS.get(Path(script).suffix, "<interpreter>")
 
 
+def fixed_buffer_hint(size: int, language: str | None, ended: str = "died") -> str:
+    """The hint for a bot that ``ended`` ("died", "exited", "gave up") right after a message
+    of ``size`` bytes: it may read lines into a fixed-size buffer; with the usual cause in
+    ``language`` (:func:`bot_language`) when it has one that fits the size."""
+    text = (f"it {ended} right after a message of {size:,} bytes: if it reads each line into a "
+            f"fixed-size buffer, that is why: messages can be up to {MAX_MESSAGE_BYTES >> 20} MiB on one "
+            "line (a move_request with its legal moves can reach 87 KB): read each line whole")
+    if language == "go" and size + 1 > GO_SCANNER_BYTES:
+        return text + (f"; a Go bufio.Scanner stops at a line over {GO_SCANNER_BYTES >> 10} KiB (Scan "
+                       "returns false, Err says \"token too long\"): give it room first, "
+                       "scanner.Buffer(make([]byte, 1<<20), 1<<20), or read with a bufio.Reader's "
+                       "ReadString('\\n')")
+    if language == "rust":
+        return text + ("; in Rust, read with io::stdin().lock().lines() or read_line into a String, "
+                       "not into a fixed array such as [0u8; 8192]")
+    if language == "c":
+        return text + ("; in C, fgets into a char array cuts a longer line in pieces: read with "
+                       "getline(&line, &cap, stdin), which grows its buffer")
+    if language == "cpp":
+        return text + ("; in C++, std::getline(std::cin, line) into a std::string reads it whole; a char "
+                       "array (fgets, cin.getline) does not")
+    if language == "java":
+        return text + ("; Java's BufferedReader.readLine reads a line whole, so look for a fixed-size "
+                       "char[] or a single read(...) in its own code")
+    return text
+
+
 def wait_to_leave(handles: list[BotHandle]) -> None:
     """Give bots told to leave (:meth:`BotHandle.ask_to_leave`) SHUTDOWN_GRACE_S, together, to
     exit: a pool's bots wait once, not once each in turn (a worker with many bots outlasted
@@ -248,6 +279,10 @@ class BotHandle:
         self._no_hello = False  # the last start ended without a hello (see hint)
         self.exited_on_its_own: list[str] = []  # how it exited, each time it left between games
         self._moved_this_game = True  # it has answered a move_request since its last new_game (a hint's)
+        self._games_this_run = 0  # new_game messages sent to its running process
+        self.died_on_welcome = 0  # starts that ended after the hello, before any new_game
+        self.largest_sent = 0  # the longest message sent to it (characters, no newline)
+        self.language = bot_language(manifest)
         self._log_start = 0  # where the latest run's lines begin in stderr_log
 
     def next_seq(self) -> int:
@@ -297,6 +332,11 @@ class BotHandle:
             # It left by itself after a game. A moment later (after new_game) it would have lost
             # this game by a crash; whether it had gone already was a matter of timing, and so
             # was the verdict: the game is lost either way.
+            on_welcome = self.welcome_death()
+            if on_welcome is not None:
+                self.died_on_welcome += 1
+                self.kill()
+                raise on_welcome
             how = self.process.describe_exit()
             self.exited_on_its_own.append(how)
             self.kill()
@@ -342,7 +382,18 @@ class BotHandle:
                                "lost without starting it again")
             raise BotStartError(error)
         self._silent_starts = 0
+        self._games_this_run = 0
         self.hello = self.session.accept(hello)
+
+    def welcome_death(self) -> BotTerminatedError | None:
+        """When the process has ended after its hello and before any new_game, what it died
+        on (the welcome: a bot that stops at a message type it does not handle), else None."""
+        if self.process is None or not self.hello or self._games_this_run or self.process.is_alive():
+            return None
+        return BotTerminatedError(
+            f"bot {self.name}: {self.process.describe_exit()} after its hello, before the first game "
+            "(on `welcome`): a bot must ignore (and may log) the message types it does not handle, "
+            "as the protocol requires (PROTOCOL.md, section 1), and wait for new_game")
 
     @property
     def frozen(self) -> bool:
@@ -383,6 +434,8 @@ class BotHandle:
         assert self.session is not None
         if text.startswith(_NEW_GAME):  # the referee's own encoding: "type" comes first
             self._moved_this_game = False
+            self._games_this_run += 1
+        self.largest_sent = max(self.largest_sent, len(text))
         unread = self.session.unread + len(text) + 1
         if unread > FROZEN_UNREAD_BYTES and self.frozen:
             log.info("bot %s: thawed to read %d bytes of unread messages", self.name, unread)
@@ -396,6 +449,13 @@ class BotHandle:
         if message is not None and message["type"] == "move":
             self._moved_this_game = True
         return message
+
+    def log_full_note(self) -> str:
+        """For a failure's detail: the log reached its size limit, so nothing more was kept."""
+        if not log_is_full(self.stderr_log):
+            return ""
+        return (f"its log {self.stderr_log} reached its {STDERR_LOG_MAX_BYTES >> 20} MiB limit: nothing more "
+                "was kept")
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         """The last ``lines`` lines the latest run of the bot wrote to its stderr log, each cut
@@ -514,8 +574,13 @@ class BotHandle:
                     "and sends hello first; a bot speaking JSON lines on stdin/stdout needs "
                     "protocol = \"stdio\" in its bot.toml" + (self._slow_start() if self._no_hello else ""))
         if exited_0 and self.hello:
-            return ("it exited by itself: a bot must play many games, one after another, until "
-                    "the referee sends shutdown")
+            return self._long_message_hint(error, "exited") or (
+                "it exited by itself: a bot must play many games, one after another, until "
+                "the referee sends shutdown")
+        if isinstance(error, BotTerminatedError) and " gave up: " in str(error):
+            gave_up = self._long_message_hint(error, "gave up")
+            if gave_up:
+                return gave_up
         crash = self._crash_hint(error) if isinstance(error, BotTerminatedError) else ""
         if crash:
             return crash
@@ -597,27 +662,41 @@ class BotHandle:
             return ("it used more memory than a bot may have: use less"
                     + (" (a JVM sizes its heap from the machine's memory unless given -Xmx: give it "
                        "well under the limit, e.g. -Xmx512m)" if java else ""))
-        memory = any(f"({name})" in text for name in _MEMORY_SIGNALS)
-        # lines: stdio only (a ZeroMQ bot's messages are frames)
-        sent = self.session.last_sent if self.session is not None and self.manifest.protocol == "stdio" else 0
-        if self.hello and not self._moved_this_game and not (memory and sent > LONG_LINE_BYTES):
+        long = self._long_message_hint(error)
+        if long:
+            return long
+        if self.hello and not self._moved_this_game and self._games_this_run <= 1:
+            # its first game since it started: no game_over came before, but the welcome did
+            return ("it died before its first move, in its first game since it started: on `welcome`, "
+                    "this game's new_game or its first move_request (its log says which); a bot must "
+                    "ignore (and may log) the message types it does not handle")
+        if self.hello and not self._moved_this_game:
             return ("it died before its first move of this game: on this game's new_game or first "
                     "move_request, or still on the game_over of the game before (its log says which)")
-        if not memory:
+        if not any(f"({name})" in text for name in _MEMORY_SIGNALS):
             return ""
-        if sent > LONG_LINE_BYTES:
-            # A guess (any crash of a bot asking for legal moves comes after a long message):
-            # worded as one
-            return (f"it died right after a message of {sent:,} bytes: if it reads each line into a "
-                    f"fixed-size buffer, that is why: messages can be up to {MAX_MESSAGE_BYTES >> 20} MiB "
-                    "on one line (a move_request with its legal moves is often tens of KB): read each "
-                    "line whole")
         if not tail and strict:
             said = "its log is full" if log_is_full(self.stderr_log) else "its log is empty"
             return (f"{said}; if it runs under --sandbox none, look at what strict changes: "
                     "the bot's folder is read-only (write files in $TMPDIR: a file opened for writing "
                     "next to the bot is NULL in C), and it sees only its own folder and the system's")
         return ""
+
+    def _long_message_hint(self, error: BaseException, ended: str = "died") -> str:
+        """For a stdio bot that ``ended`` right after a message longer than LONG_LINE_BYTES
+        (a signal, an exit of any status, a Go or Rust panic, an error message): the
+        :func:`fixed_buffer_hint`; else "". A guess, worded as one (a bot asking for the legal
+        moves always ends after a long message), and not made for the languages that read a
+        line whole unless it was a memory fault."""
+        if self.manifest.protocol != "stdio" or self.session is None or not self.hello:
+            return ""
+        sent = self.session.last_sent
+        if sent <= LONG_LINE_BYTES:
+            return ""
+        memory = any(f"({name})" in str(error) for name in _MEMORY_SIGNALS)
+        if not memory and self.language in _WHOLE_LINE_LANGUAGES:
+            return ""
+        return fixed_buffer_hint(sent, self.language, ended)
 
     def _denied_hint(self, tail: list[str]) -> str:
         """Under strict, for a log naming a file of the bot's folder it was denied (Python's

@@ -86,8 +86,13 @@ class GameState:
     # ---------------------------------------------------------------- creation
     @classmethod
     def new(cls, seed: int, edition: str = "revised", first_player: int = 0,
-            ruleset: Ruleset | None = None) -> GameState:
-        """A new game: the circle shuffled from ``seed`` with the smallest patch last (6)."""
+            ruleset: Ruleset | None = None, hidden_seed: int | None = None) -> GameState:
+        """A new game: the circle shuffled from ``seed`` with the smallest patch last (6).
+
+        The order in which late patches (Stack'n Stuff) join is drawn from ``hidden_seed``:
+        a refereed game passes one derived from a secret no bot sees, since ``seed`` is public
+        (guessable) and so must not decide what the players may not know. Without it the
+        order comes from ``seed`` (random games, the engine's own tests, old records)."""
         rules = ruleset or patchwork(edition)
         if first_player not in (0, 1):
             raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
@@ -95,7 +100,9 @@ class GameState:
         ids = [pid for pid in rules.initial_patch_ids if pid != rules.last_patch_id]
         rng.shuffle(ids)
         late = list(rules.late_patch_ids)
-        rng.shuffle(late)  # their order is fixed at setup: the engine's only randomness
+        # their order is fixed at setup (the visible circle is shuffled first, so it is the
+        # same whichever seed draws the hidden order)
+        (rng if hidden_seed is None else random.Random(hidden_seed)).shuffle(late)
         return cls.from_circle(ids + [rules.last_patch_id], first_player=first_player,
                                ruleset=rules, seed=seed, reserve=late)
 

@@ -13,7 +13,7 @@ the bot's command under bubblewrap (``bwrap``) with
   nothing else: not the repository, other bots, the results folder, the database or any
   home folder;
 * ``/tmp`` (its HOME and TMPDIR) and ``/dev/shm``: private tmpfs of a capped size, the
-  only places it can write;
+  only places it can write; no pseudo-terminals (an empty ``/dev/pts``);
 * the ZeroMQ ipc socket bound at its own path (so ``ARENA_ENDPOINT`` is unchanged) and
   owned by the bot's uid; stdio bots just inherit their pipes;
 * an unprivileged uid of its own, ``60000 + n``, held for as long as the bot is in use
@@ -150,6 +150,10 @@ class Sandbox:
         args += ["--perms", "0755", "--dir", "/etc"]  # else bwrap makes it 0700: unreadable to the bot
         args += _etc_args(self.uid)
         args += ["--proc", "/proc", "--dev", "/dev"]
+        # No pseudo-terminals: every devpts instance draws on one budget of the machine
+        # (kernel.pty.max less the host's reserve, 3072), which one bot took whole (issue 31).
+        # An empty /dev/pts leaves /dev/ptmx dangling: ENOENT, as on a system without ptys.
+        args += ["--perms", "0755", "--tmpfs", "/dev/pts"]
         # Defence in depth beside the seccomp filter: no view of the machine's keyring.
         args += [a for name in _PROC_HIDDEN if Path(name).exists() for a in ("--ro-bind", "/dev/null", name)]
         args += [
@@ -271,7 +275,7 @@ def _check(limits: SandboxLimits, use_cgroups: bool, pondering: bool = False) ->
     mib = 2**20
     lines = [f"{version or 'bubblewrap'}: no network; read-only system, Python runtime and bot "
              f"folder; no other files; private /tmp and /dev/shm of {limits.tmp_bytes // mib} MiB "
-             f"each; a uid of its own ({UID_BASE} + n), no capabilities"]
+             f"each; no pseudo-terminals; a uid of its own ({UID_BASE} + n), no capabilities"]
     lines.append(seccomp.describe())
 
     def usable(controller: str) -> bool:

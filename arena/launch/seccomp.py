@@ -5,8 +5,8 @@ runs ``setpriv`` and the bot's command, so it binds the bot and everything it st
 a deny list over an allowed default: ordinary programs (Python, C, Node.js, Java) run
 unchanged, while the calls below fail with an errno a program can handle (EPERM; ENOSYS
 for ``clone3``, so that glibc falls back to ``clone``, whose flags the filter can see).
-Sockets are limited to the families the transports and common runtimes need; any other
-family fails with EAFNOSUPPORT. A system call of another ABI (i386 or x32 on x86_64) kills
+Sockets are limited to ``AF_UNIX``, all the transports need; any other family fails with
+EAFNOSUPPORT. A system call of another ABI (i386 or x32 on x86_64) kills
 the process: the filter only speaks the native one.
 
 Built with libseccomp (through ``pyseccomp``, ctypes over the system's ``libseccomp.so.2``)
@@ -55,6 +55,11 @@ DENIED: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     # x86 segment descriptors of the process: old kernel attack surface that no 64-bit
     # program needs (Docker's default profile denies it too; a red team found it allowed).
     ("modify_ldt", errno.EPERM, ("modify_ldt",)),
+    # Kernel asynchronous I/O: its events come from one budget of the machine (fs.aio-max-nr,
+    # 65536), which one bot took whole (issue 31); ENOSYS, as on a kernel built without it
+    # (glibc's POSIX aio uses threads; libuv uses io_uring, denied above, then threads).
+    ("aio", errno.ENOSYS, ("io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents",
+                           "io_pgetevents")),
     # clone3 passes its flags in memory the filter cannot read: ENOSYS makes glibc use clone.
     ("clone3", errno.ENOSYS, ("clone3",)),
     # Memory taken out of the kernel's direct map (fragments it for the whole machine);
@@ -68,11 +73,21 @@ CLONE_NEW_FLAGS: tuple[int, ...] = (0x00020000, 0x02000000, 0x04000000, 0x080000
                                     0x20000000, 0x40000000)
 
 F_NOTIFY = 1026  # fcntl command of dnotify (linux/fcntl.h)
+# Flags that take huge pages, by system call: (call, argument, flag).
+HUGETLB_FLAGS: tuple[tuple[str, int, int], ...] = (("mmap", 3, 0x40000),  # MAP_HUGETLB
+                                                   ("memfd_create", 1, 0x4),  # MFD_HUGETLB
+                                                   ("shmget", 2, 0o4000))  # SHM_HUGETLB
 
-# Socket families a bot may use: ipc (ZeroMQ, local IPC of runtimes), IPv4 and IPv6 (the
-# loopback of its own network namespace), netlink (glibc's getaddrinfo and getifaddrs, libuv).
-ALLOWED_FAMILIES: tuple[int, ...] = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6,
-                                     socket.AF_NETLINK)
+# Socket families a bot may use: AF_UNIX only (stdio bots need none; the ZeroMQ bridge and
+# its bot speak ipc://). The buffers of the others are kernel memory outside the bot's
+# cgroup (issue 31): on cgroup v1 TCP and UDP draw on the machine's tcp_mem and udp_mem (a
+# bot held 1.2 GiB of loopback TCP against a 1 GiB limit; a v1 memory.kmem.tcp cap still
+# lets each socket force about 64 KiB past it), and netlink's on nothing at all (200 route
+# sockets held 640 MiB of the host's slab; NETLINK_KOBJECT_UEVENT would also hear the
+# machine's device events). Runtimes that probe them (a JVM checks for IPv6;
+# glibc's getaddrinfo asks netlink which address families are configured) take EAFNOSUPPORT
+# as "not available" and go on. AF_UNIX buffers are charged to the bot's memory cgroup.
+ALLOWED_FAMILIES: tuple[int, ...] = (socket.AF_UNIX,)
 
 
 @functools.cache
@@ -100,11 +115,12 @@ def filter_bpf() -> bytes:
         # on stdout, which breaks a stdio bot (README, Threat model: a side channel).
         filt.add_rule(seccomp.ERRNO(errno.EPERM), _number(seccomp, "fcntl"),
                       seccomp.Arg(1, seccomp.EQ, F_NOTIFY))
-        # Netlink: the routing protocol only (what glibc and libuv use). The others reach the
-        # host: NETLINK_KOBJECT_UEVENT hears the machine's device events from any network
-        # namespace owned by the initial user namespace, as a bot's is.
-        filt.add_rule(seccomp.ERRNO(errno.EPROTONOSUPPORT), _number(seccomp, "socket"),
-                      seccomp.Arg(0, seccomp.EQ, socket.AF_NETLINK), seccomp.Arg(2, seccomp.NE, 0))
+        # Huge pages come from one pool of the machine (vm.nr_hugepages), charged to no memory
+        # cgroup on v1: a bot could take it whole. Refused, whatever the pool holds (none by
+        # default, and then the kernel's answer would be ENOMEM).
+        for name, arg, flag in HUGETLB_FLAGS:
+            filt.add_rule(seccomp.ERRNO(errno.EPERM), _number(seccomp, name),
+                          seccomp.Arg(arg, seccomp.MASKED_EQ, flag, flag))
         # Everything but the allowed families, compared on all 64 bits of the argument.
         sock = _number(seccomp, "socket")
         denied = seccomp.ERRNO(errno.EAFNOSUPPORT)
@@ -152,7 +168,7 @@ def describe() -> str:
     families = ", ".join(names.get(f, str(f)) for f in ALLOWED_FAMILIES)
     groups = ", ".join(group for group, _, _ in DENIED if group not in ("clone3", "memfd_secret"))
     return (f"seccomp filter in force ({len(program) // 8} BPF instructions, libseccomp "
-            f"{_libseccomp_version()}): denied {groups}; sockets {families} only; "
+            f"{_libseccomp_version()}): denied {groups}, huge pages; sockets {families} only; "
             "other ABIs killed")
 
 
@@ -181,4 +197,5 @@ def _libseccomp_version() -> str:
     return f"{version.major}.{version.minor}.{version.micro}"
 
 
-__all__ = ["ALLOWED_FAMILIES", "CLONE_NEW_FLAGS", "DENIED", "describe", "filter_bpf", "filter_fd"]
+__all__ = ["ALLOWED_FAMILIES", "CLONE_NEW_FLAGS", "DENIED", "HUGETLB_FLAGS", "describe", "filter_bpf",
+           "filter_fd"]

@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from arena.clock import DEFAULT_TIME_CONTROL
 from arena.errors import ArenaError, ConfigError, RecordError
-from arena.referee import DEFAULT_TIME_CONTROL
 from arena.report import plots, stats
 from arena.report.render import render
 from arena.report.replay_html import replay_html

@@ -551,7 +551,9 @@ def rating_progression(games: pd.DataFrame, names: Iterable[str] = ()) -> pd.Dat
 # ------------------------------------------------------------------ replays
 def replay_selection(games: pd.DataFrame, sample: int = 6) -> pd.DataFrame:
     """The games to link a replay for: every game that ended abnormally, and ``sample``
-    normal ones: the first normal game of each pairing in schedule order, then evenly spread
+    normal ones: first normal games of pairings chosen so that every bot plays in one when
+    ``sample`` allows (pairings are in name order: the first six were all the alphabetically
+    first bot's), then the other pairings' first games in schedule order, then evenly spread
     others. Columns: idx, game_id, seat0, seat1, reason, winner_name, score0, score1, moves,
     detail, why ("abnormal" or "sample")."""
     columns = ["idx", "game_id", "seat0", "seat1", "reason", "winner_name", "score0", "score1", "moves",
@@ -565,7 +567,14 @@ def replay_selection(games: pd.DataFrame, sample: int = 6) -> pd.DataFrame:
     if sample > 0 and len(normal):
         pairing = normal.apply(lambda r: tuple(sorted((r["seat0"], r["seat1"]))), axis=1)
         firsts = normal.loc[~pairing.duplicated()].index.tolist()
-        chosen = firsts[:sample]
+        covered: set[str] = set()
+        for new_bots in (2, 1):  # games of two bots not yet shown first, then of one
+            for i in firsts:
+                seats = {normal.at[i, "seat0"], normal.at[i, "seat1"]}
+                if len(chosen) < sample and i not in chosen and len(seats - covered) >= new_bots:
+                    chosen.append(i)
+                    covered |= seats
+        chosen += [i for i in firsts if i not in chosen][:sample - len(chosen)]
         if len(chosen) < sample:
             rest = [i for i in normal.index if i not in set(chosen)]
             want = min(sample - len(chosen), len(rest))

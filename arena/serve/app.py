@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.errors import ArenaError
 from arena.serve.archive import ArchiveError, Limits, unpack
+from arena.serve.pages import CONTENT_SECURITY_POLICY, add_pages
 from arena.serve.service import Arena, public_record, version_folder
 from arena.serve.store import ORGANIZER, Author, hash_token
 from arena.untrusted import NAME_RULE, is_valid_name, shown
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 SMALL_BODY_BYTES = 64 * 1024  # any request but an upload
 FORM_OVERHEAD_BYTES = 64 * 1024  # a multipart form's headers around the archive
-MAX_EVENT_STREAMS = 1000
+MAX_EVENT_STREAMS = 500  # 200 cost 0.21 cores (make bench); 1,000 non-readers slowed every request to seconds
 EVENT_QUEUE = 2000  # events a slow reader may lag behind before it is dropped (it reconnects)
 _VERSION_SUFFIX = re.compile(r"\.v\d+$")
 
@@ -53,6 +54,8 @@ class Refused(Exception):
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    # nosniff here too: a 500 or a BodyLimit answer never passes the middleware that adds it
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store", **(headers or {})}
     return JSONResponse({"detail": " ".join(str(detail).split())[:1000]}, status_code=status, headers=headers)
 
 
@@ -199,6 +202,8 @@ def create_app(
         response.headers.setdefault("X-Frame-Options", "DENY")
         if request.url.path.startswith("/api/") and not request.url.path.startswith("/api/docs"):
             response.headers.setdefault("Cache-Control", "no-store")
+        if not request.url.path.startswith("/api/"):
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response
 
     # ------------------------------------------------------------------ who is asking
@@ -337,7 +342,7 @@ def create_app(
         "/api/versions/{version_id}", summary="A version: its state and cause (its check report: author only)"
     )
     def version(version_id: int, request: Request) -> dict[str, Any]:
-        found = arena.store.version(version_id)
+        found = arena.store.version(version_id) if 0 < version_id < 2**63 else None  # SQLite's integers
         if found is None:
             raise Refused(404, f"no version {version_id}")
         out = found.public()
@@ -363,6 +368,8 @@ def create_app(
                 "uploads_left": max(0, uploads_per_hour - len(uploads)),
                 "resets_in_s": round(uploads[0] + 3600 - time.time()) if uploads else 0,
                 "max_archive_bytes": max_upload_bytes,
+                "storage_bytes": arena.store.author_bytes(who.id),
+                "storage_max_bytes": arena.options.max_author_bytes,
             },
             "bots": [
                 {
@@ -376,6 +383,17 @@ def create_app(
         }
 
     # ------------------------------------------------------------------ uploads
+    def check_quota(who: Author) -> None:
+        uploads = arena.store.uploads_since(who.id, time.time() - 3600)
+        if len(uploads) >= uploads_per_hour:
+            wait = max(1, round(uploads[0] + 3600 - time.time()))
+            raise Refused(
+                429,
+                f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
+                f"possible in {wait} s",
+                {"Retry-After": str(wait)},
+            )
+
     @app.post(
         "/api/bots/{name}/versions",
         status_code=201,
@@ -393,20 +411,14 @@ def create_app(
         existing = arena.store.bot(name)
         if existing is not None and existing["author_id"] != who.id:
             raise Refused(403, f"the bot name {shown(existing['name'])} belongs to another author")
-        uploads = arena.store.uploads_since(who.id, time.time() - 3600)
-        if len(uploads) >= uploads_per_hour:
-            wait = max(1, round(uploads[0] + 3600 - time.time()))
-            raise Refused(
-                429,
-                f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
-                f"possible in {wait} s",
-                {"Retry-After": str(wait)},
-            )
+        check_quota(who)
         try:
             form = await request.form(max_files=1, max_fields=8)
         except Refused:
             raise
         except Exception as exc:
+            if isinstance(exc, ExceptionGroup) and exc.subgroup(Refused):  # BodyLimit's 413, in a task group
+                raise _first_refused(exc) from None
             raise Refused(
                 400, f"the body is not a multipart form with a file field 'archive': {exc}"
             ) from None
@@ -417,6 +429,7 @@ def create_app(
         await form.close()
         if len(data) > max_upload_bytes:
             raise Refused(413, f"the archive is larger than the limit of {max_upload_bytes} bytes")
+        check_quota(who)  # again, with no await before the count: uploads sent at once all passed the first
         arena.store.count_upload(who.id)
         return await run_in_threadpool(_take_upload, arena, who, name, data, limits)
 
@@ -446,9 +459,11 @@ def create_app(
         organizer(request)
         body = await _json_body(request)
         name = body.get("name") if isinstance(body, dict) else None
-        if not is_valid_name(name) or name in (ORGANIZER, "house"):
+        if not is_valid_name(name) or str(name).lower() in (ORGANIZER, "house"):
             raise Refused(422, f"name: expected {NAME_RULE} (not 'organizer' or 'house'), got {shown(name)}")
         assert isinstance(name, str)
+        if any(a["name"].lower() == name.lower() for a in arena.store.authors()):  # no 'Alice' beside 'alice'
+            raise Refused(409, f"an author named {shown(name)} exists already (in another case)")
         try:
             token = arena.store.add_author(name)
         except ArenaError as exc:
@@ -560,7 +575,24 @@ def create_app(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
+    add_pages(
+        app,
+        arena,
+        events,
+        organizer_hash=organizer_hash,
+        uploads_per_hour=uploads_per_hour,
+        max_upload_bytes=max_upload_bytes,
+    )
     return app
+
+
+def _first_refused(group: BaseExceptionGroup[Any]) -> Refused:
+    for inner in group.exceptions:
+        if isinstance(inner, Refused):
+            return inner
+        if isinstance(inner, BaseExceptionGroup) and inner.subgroup(Refused):
+            return _first_refused(inner)
+    raise AssertionError("no Refused in the group")  # pragma: no cover
 
 
 async def _json_body(request: Request) -> Any:
@@ -569,7 +601,7 @@ async def _json_body(request: Request) -> Any:
         return {}
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # 64 kB of '[' nests past the recursion limit: was a 500
         raise Refused(400, "the body is not JSON") from None
 
 
@@ -577,7 +609,7 @@ def _take_upload(arena: Arena, who: Author, name: str, data: bytes, limits: Limi
     """Unpack, check the manifest, number and keep the version, and queue its check."""
     from arena.bots.manifest import Manifest
 
-    staging_root = arena.data / "versions" / ".staging"
+    staging_root = arena.files / "versions" / ".staging"
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = staging_root / secrets.token_hex(8)
     try:
@@ -601,12 +633,19 @@ def _take_upload(arena: Arena, who: Author, name: str, data: bytes, limits: Limi
             raise Refused(403, f"the bot name {shown(name)} belongs to another author")
         name = bot["name"]
         arena.store.set_description(name, manifest.description)
+        used, allowed = arena.store.author_bytes(who.id), arena.options.max_author_bytes
+        if used + unpacked.bytes > allowed:
+            raise Refused(
+                413,
+                f"storage quota: your versions hold {used / 1e6:.1f} MB unpacked and this one "
+                f"{unpacked.bytes / 1e6:.1f} MB, over your {allowed / 1e6:.0f} MB: ask the organizer",
+            )
         version, same = arena.store.add_version(
-            name, unpacked.digest, lambda number: version_folder(arena.data, name, number)
+            name, unpacked.digest, lambda number: version_folder(arena.data, name, number), unpacked.bytes
         )
         if version is None:
             raise Refused(409, f"this archive is identical to version {same} of {name}: nothing new to check")
-        target = Path(version.folder)
+        target = arena.local(Path(version.folder))
         target.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(target)
     finally:

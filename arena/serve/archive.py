@@ -19,12 +19,14 @@ format, in any member order) has the same address.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,8 @@ UNPACKED_MAX_BYTES = 200 * 1024 * 1024
 ARCHIVE_MAX_FILES = 10_000
 ARCHIVE_MAX_DEPTH = 32
 ARCHIVE_MAX_RATIO = 200  # unpacked bytes per archive byte (a zip bomb reaches 1000s)
+MEMBER_PATH_MAX_BYTES = 1024  # a member's whole path (each part: 255), well within PATH_MAX once unpacked
+TAR_HEADER_MAX_BYTES = 64 * 1024  # a pax or GNU long-name header (tarfile reads one whole into memory)
 _CHUNK = 1 << 16
 
 
@@ -102,7 +106,7 @@ def unpack(data: bytes, target: Path, limits: Limits = Limits()) -> Unpacked:
             digest = hashlib.sha256()
             executable = opener.executable
             with opener.open() as source, open(path, "xb") as out:
-                while chunk := source.read(_CHUNK):
+                while chunk := _read(source, name):
                     total += len(chunk)
                     if total > budget:
                         why = (
@@ -127,6 +131,61 @@ def unpack(data: bytes, target: Path, limits: Limits = Limits()) -> Unpacked:
         raise
 
 
+def _read(source: IO[bytes], name: str) -> bytes:
+    try:
+        return source.read(_CHUNK)
+    except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError) as exc:  # a bad CRC, damaged data
+        raise ArchiveError(f"archive member {shown(name)} is damaged: {shown(str(exc), 200)}") from None
+
+
+class _TarHeader(tarfile.TarInfo):
+    """tarfile reads a pax or GNU long-name header whole into memory (a 100 kB .tar.gz holding
+    a 100 MB name cost a minute and ~700 MB): one larger than any path we take is refused first."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        extended = (
+            tarfile.GNUTYPE_LONGNAME,
+            tarfile.GNUTYPE_LONGLINK,
+            tarfile.XHDTYPE,
+            tarfile.XGLTYPE,
+            tarfile.SOLARIS_XHDTYPE,
+        )
+        if self.type in extended and self.size > TAR_HEADER_MAX_BYTES:
+            raise ArchiveError(
+                f"the archive has an extended header of {self.size} bytes (at most {TAR_HEADER_MAX_BYTES})"
+            )
+        return super()._proc_member(tarfile_)  # type: ignore[misc, no-any-return]
+
+
+class _Capped:
+    """The decompressed .tar stream, refused once it would pass ``cap`` bytes: reading the
+    archive's headers skips over members' data, which costs decompressing it too (a member of
+    a few GB of zeros, then one refused by name, cost seconds a GB before any limit counted)."""
+
+    def __init__(self, raw: gzip.GzipFile, cap: int) -> None:
+        self.raw = raw
+        self.cap = cap
+
+    def _over(self) -> ArchiveError:
+        return ArchiveError(f"the archive unpacks to over {self.cap} bytes (a compression bomb?)")
+
+    def read(self, size: int = -1) -> bytes:
+        room = self.cap + 1 - self.raw.tell()
+        data = self.raw.read(room if size is None or size < 0 or size > room else size)
+        if self.raw.tell() > self.cap:
+            raise self._over()
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        target = offset if whence == 0 else self.raw.tell() + offset if whence == 1 else None
+        if target is not None and target > self.cap:
+            raise self._over()
+        return self.raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+
 @dataclass
 class _Opener:
     open: Callable[[], IO[bytes]]
@@ -136,7 +195,10 @@ class _Opener:
 def _entries(data: bytes, limits: Limits) -> list[tuple[str, str, _Opener | None]]:
     """The archive's members as (checked path, 'file' or 'dir', opener), in archive order."""
     if data[:2] == b"\x1f\x8b":
-        return _tar_entries(data, limits)
+        budget = min(limits.max_unpacked, max(len(data), 1) * limits.max_ratio)
+        headers = (limits.max_files + 16) * 2048  # each member's header and padding
+        stream = _Capped(gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb"), budget + headers)
+        return _tar_entries(stream, limits)
     if data[:4] == b"PK\x03\x04" or data[:4] == b"PK\x05\x06":
         return _zip_entries(data, limits)
     raise ArchiveError("the upload is neither a .tar.gz nor a .zip archive (by its first bytes)")
@@ -152,15 +214,17 @@ def _checked(raw: str, limits: Limits) -> str:
         name = member_path(raw)
     except ArenaError as exc:
         raise ArchiveError(str(exc)) from None
+    if len(name.encode("utf-8", "replace")) > MEMBER_PATH_MAX_BYTES:
+        raise ArchiveError(f"archive member {shown(name)}: a path longer than {MEMBER_PATH_MAX_BYTES} bytes")
     if name.count("/") + 1 > limits.max_depth:
         raise ArchiveError(f"archive member {shown(name)} is nested more than {limits.max_depth} levels deep")
     return name
 
 
-def _tar_entries(data: bytes, limits: Limits) -> list[tuple[str, str, _Opener | None]]:
+def _tar_entries(stream: _Capped, limits: Limits) -> list[tuple[str, str, _Opener | None]]:
     out: list[tuple[str, str, _Opener | None]] = []
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:gz")
+        archive = tarfile.open(fileobj=stream, mode="r:", tarinfo=_TarHeader)  # type: ignore[call-overload]
         seen = 0
         while (member := archive.next()) is not None:  # one at a time: a million headers stop at the limit
             seen += 1
@@ -192,7 +256,7 @@ def _tar_entries(data: bytes, limits: Limits) -> list[tuple[str, str, _Opener | 
                 raise ArchiveError(
                     f"archive member {shown(name)} is {kind}: only files and folders are taken"
                 )
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+    except (tarfile.TarError, EOFError, OSError, ValueError, zlib.error) as exc:
         raise ArchiveError(f"the .tar.gz archive is damaged: {shown(str(exc), 200)}") from None
     return out
 

@@ -49,6 +49,10 @@ CHECK_GAMES = 4
 CHECK_TIMEOUT_S = 600.0
 
 
+class _NothingToPlay(Exception):
+    """Fewer than two versions of the run are built and sound: the run ends at once."""
+
+
 def _die_with_parent() -> None:
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -76,6 +80,11 @@ class Host:
         self.checks: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.closing = False
         self.stopped: set[Any] = set()  # runs told to stop: their games sent ahead are dropped
+        # label -> (built folder, manifest, build error or ""): each version is built once
+        self.built: dict[str, tuple[Path, Any, str]] = {}
+        self.building: set[str] = set()
+        self.builder: threading.Thread | None = None
+        self.current_check: tuple[int, subprocess.Popen[str]] | None = None  # (version, its process)
 
     # ------------------------------------------------------------------ messages
     def send(self, message: dict[str, Any]) -> None:
@@ -105,6 +114,10 @@ class Host:
                 self.replies.put(message)
             elif op == "check":
                 self.checks.put(message)
+            elif op == "cancel":
+                current = self.current_check
+                if current is not None and current[0] == message.get("version"):
+                    current[1].kill()
         self.closing = True
         self.runs.put(None)
         self.replies.put(None)
@@ -139,11 +152,10 @@ class Host:
             self.play_run(run)
 
     def play_run(self, run: dict[str, Any]) -> None:
-        from arena.bots.manifest import Manifest
         from arena.clock import TimeControl
         from arena.engine.components import ruleset_for
         from arena.tournament.schedule import GameSpec
-        from arena.tournament.series import Lineup, build_lineup
+        from arena.tournament.series import Lineup
         from arena.tournament.workers import WorkerProcesses
 
         epoch = run.get("epoch")
@@ -151,25 +163,29 @@ class Host:
         broken: dict[str, str] = {}
         executor: Any = None
         try:
-            labels, folders = [], []
-            for entrant in run["entrants"]:
-                folders.append(self.bot_folder(str(entrant["label"]), str(entrant["folder"])))
-                labels.append(str(entrant["label"]))
-            manifests = tuple(Manifest.load(folder) for folder in folders)
+            entrants = [(str(e["label"]), str(e["folder"])) for e in run["entrants"]]
             tc = TimeControl(self.args.per_move_ms, self.args.bank_ms, self.args.first_move_ms)
             ruleset = ruleset_for(self.args.game, self.args.edition, None)
+            logs = self.private / "logs" / "ladder"
+            # Each version is built once, in the background: the run starts with the versions
+            # built already, so a slow build (or a hostile one) never holds up the ladder.
+            self.build_missing(entrants, epoch, logs, ruleset)
+            ready = [(label, self.built[label]) for label, _ in entrants if label in self.built]
+            broken = {label: entry[2] for label, entry in ready if entry[2]}
+            ready = [(label, entry) for label, entry in ready if not entry[2]]
+            labels = [label for label, _ in ready]
+            self.send({"op": "lineup", "epoch": epoch, "labels": labels})
+            if len(ready) < 2:
+                raise _NothingToPlay()
             lineup = Lineup(
-                tuple(folders),
+                tuple(entry[0] for _, entry in ready),
                 tuple(labels),
                 time_control=tc,
                 ruleset=ruleset,
                 edition=ruleset.edition,
                 launcher=self.launcher,
-                read=manifests,
+                read=tuple(entry[1] for _, entry in ready),
             )
-            logs = self.private / "logs" / "ladder"
-            lineup = build_lineup(lineup, logs, self.private / "builds")
-            broken = {labels[i]: why for i, why in lineup.broken.items()}
 
             def on_move(spec: GameSpec, entry: dict[str, Any]) -> None:
                 self.send({"op": "move", "game_id": spec.game_id, "entry": entry})
@@ -221,6 +237,8 @@ class Host:
                         "duration_s": result.duration_s,
                     }
                 )
+        except _NothingToPlay:
+            pass
         except ArenaError as exc:
             error = str(exc)
         except Exception as exc:  # a bug: said in one line, and the ladder starts over
@@ -233,6 +251,61 @@ class Host:
                     self.replies.put(None)
                     break
         self.send({"op": "ended", "epoch": epoch, "error": error, "broken": broken})
+
+    def build_missing(self, entrants: list[tuple[str, str]], epoch: Any, logs: Path, ruleset: Any) -> None:
+        """Build, in a thread, the entrants not built yet (one at a time, each once for the
+        host's life); when they are done the web process hears ``built`` and starts a run
+        with them. Returns at once, unless fewer than two entrants are built: then there is
+        nothing to play before the builds are done, so it waits for them."""
+        from arena.bots.manifest import Manifest
+        from arena.tournament.series import Lineup, build_lineup
+
+        missing = [
+            (label, folder)
+            for label, folder in entrants
+            if label not in self.built and label not in self.building
+        ]
+        if missing:
+            self.building.update(label for label, _ in missing)
+
+            def build() -> None:
+                done = []
+                for label, folder in missing:
+                    try:
+                        copy = self.bot_folder(label, folder)
+                        manifest = Manifest.load(copy)
+                        single = Lineup(
+                            (copy,),
+                            (label,),
+                            ruleset=ruleset,
+                            edition=ruleset.edition,
+                            launcher=self.launcher,
+                            read=(manifest,),
+                        )
+                        built = build_lineup(single, logs, self.private / "builds")
+                        self.built[label] = (built.folders[0], manifest, built.broken.get(0, ""))
+                    except (ArenaError, OSError) as exc:
+                        self.built[label] = (Path(folder), None, f"it could not be prepared: {exc}")
+                    except Exception as exc:  # a bug: this version does not play, the others do
+                        self.built[label] = (Path(folder), None, f"{type(exc).__name__}: {exc}")
+                    finally:
+                        self.building.discard(label)
+                    done.append(label)
+                self.send(
+                    {
+                        "op": "built",
+                        "epoch": epoch,
+                        "labels": done,
+                        "broken": {label: self.built[label][2] for label in done if self.built[label][2]},
+                    }
+                )
+
+            self.builder = threading.Thread(target=build, daemon=True, name="builds")
+            self.builder.start()
+        if sum(1 for label, _ in entrants if label in self.built and not self.built[label][2]) < 2:
+            builder = self.builder
+            if builder is not None:
+                builder.join()
 
     # ------------------------------------------------------------------ checks
     def serve_checks(self) -> None:
@@ -256,6 +329,7 @@ class Host:
                 continue
             self.send({"op": "stage", "version": version, "state": "building"})
             self.send(self.check_one(int(version), folder))
+            remove_tree(folder)  # the ladder plays its own copy: one a check is up to 200 MB for nothing
 
     def check_one(self, version: int, folder: Path) -> dict[str, Any]:
         """Run the check in a process of its own (it starts bots: signals are per process)."""
@@ -292,6 +366,7 @@ class Host:
                 "warnings": [],
             }
         started = time.monotonic()
+        self.current_check = (version, process)
         timer = threading.Timer(CHECK_TIMEOUT_S, process.kill)
         timer.start()
         final: dict[str, Any] | None = None
@@ -309,6 +384,7 @@ class Host:
             process.wait()
         finally:
             timer.cancel()
+            self.current_check = None
         if final is None:
             problems.append(
                 f"the check ended without a report after {time.monotonic() - started:.0f} s "

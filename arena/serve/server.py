@@ -16,12 +16,14 @@ that `arena ratings` and `arena report` read), ``versions/`` (the uploaded sourc
 
 from __future__ import annotations
 
+import ctypes
 import grp
 import logging
 import os
 import pwd
 import socket
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,57 @@ def closed_to(path: Path, owner: tuple[int, int]) -> Path | None:
     return None
 
 
+_CLONE_NEWNS = 0x00020000
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 1 << 18
+VIEW = Path("/mnt/arena-data")
+
+
+def private_view(data: Path) -> Path | None:
+    """The data folder bind-mounted at :data:`VIEW`, in a mount namespace of this process's
+    own (a tmpfs over /mnt in it): the web user reaches it there whatever the modes of the
+    folders above it (pytest's, /root's), and nothing of it is seen, or left, outside this
+    process. None when the kernel refuses (no CAP_SYS_ADMIN in a container, threads)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not Path("/mnt").is_dir() or libc.unshare(_CLONE_NEWNS) != 0:
+        return None
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return None
+    if libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, b"mode=0755,size=64k") != 0:
+        return None
+    VIEW.mkdir(mode=0o755)
+    if libc.mount(str(data).encode(), str(VIEW).encode(), None, _MS_BIND, None) != 0:
+        return None
+    return VIEW
+
+
+def open_interpreter(owner: tuple[int, int]) -> None:
+    """In this process's mount namespace (see :func:`private_view`), make the interpreter and
+    its packages reachable by the web user when they lie below a folder closed to it (pyenv in
+    /root, 0700): that folder is covered by a tmpfs holding only the way to them, each bound
+    back in from its original. Nothing outside this process changes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    wanted: dict[Path, set[str]] = {}
+    for entry in {sys.base_prefix, sys.prefix, *sys.path}:
+        path = Path(entry or ".").absolute()
+        if not path.is_dir():
+            continue
+        closed = closed_to(path, owner)
+        if closed is not None and closed != path and path.is_relative_to(closed):
+            wanted.setdefault(closed, set()).add(path.relative_to(closed).parts[0])
+    for number, (closed, children) in enumerate(sorted(wanted.items())):
+        held = Path("/mnt") / f"held-{number}"
+        held.mkdir(mode=0o755)
+        if libc.mount(str(closed).encode(), str(held).encode(), None, _MS_BIND, None) != 0:
+            continue
+        if libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", 0, b"mode=0755,size=64k") != 0:
+            continue
+        for child in sorted(children):
+            (closed / child).mkdir(mode=0o755)
+            libc.mount(
+                str(held / child).encode(), str(closed / child).encode(), None, _MS_BIND | _MS_REC, None
+            )
+
+
 def drop_privileges(owner: tuple[int, int]) -> None:
     uid, gid = owner
     os.setgroups([])
@@ -140,6 +193,55 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+HEAD_TIMEOUT_S = 10.0
+"""A connection sends a whole request head within this long of opening it (or of its last
+answer), or it is closed: 2,000 connections that sent nothing held every slot of the server."""
+
+
+def guarded_http() -> type:
+    """uvicorn's h11 protocol with :data:`HEAD_TIMEOUT_S` (it has none for a request's head)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        _head_timer: Any = None
+        _seen: Any = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _too_slow(self) -> None:
+            self._head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and self.cycle is not self._seen:  # a request's head has come
+                self._seen = self.cycle
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
 class _Late:
     """The ASGI app, set once the web process has dropped its privileges: uvicorn's own
     set-up (its protocol modules) is done before, while every file is still readable."""
@@ -157,11 +259,16 @@ PRELOAD = (
     "arena.bots.manifest",
     "arena.serve.app",
     "arena.serve.archive",
+    "arena.serve.pages",
+    "arena.report.replay_html",
+    "starlette.middleware.sessions",
+    "itsdangerous",
     "fastapi",
     "python_multipart",
     "jinja2",
     "tarfile",
     "zipfile",
+    "encodings.cp437",  # zipfile's names without the UTF-8 flag (where no mount namespace shows the stdlib)
     "sqlite3",
     "email.utils",
 )
@@ -178,6 +285,9 @@ def preload() -> None:
             importlib.import_module(module)
         except ImportError:
             pass
+    from arena.serve.pages import warm
+
+    warm()  # the pages' templates and static files, read now
 
 
 def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
@@ -192,22 +302,27 @@ def serve(options: Options, *, host: str, port: int, user: str | None) -> None:
     options.data = data
     if options.sandbox == "strict" and not options.dask:
         Launcher.for_level("strict").check()  # says why strict cannot be had here, before anything starts
+    prepare_folder(data, owner)
+    organizer_hash, fresh = organizer_token(data)
+    sock = bind(host, port)
+    game_host = start_host(options)
     if owner is not None:
-        closed = closed_to(data, owner)
+        options.view = private_view(data)
+        if options.view is not None:
+            open_interpreter(owner)
+        closed = closed_to(options.view or data, owner)
         if closed is not None:
+            game_host.stdin.close()  # type: ignore[union-attr]
             name = pwd.getpwuid(owner[0]).pw_name
             raise ConfigError(
                 f"--data {data}: the web process runs as {name}, and {closed} (mode "
                 f"{stat.S_IMODE(closed.stat().st_mode):o}) is closed to it: choose a data folder it can "
                 "reach (e.g. /srv/arena), or another --user"
             )
-    prepare_folder(data, owner)
-    organizer_hash, fresh = organizer_token(data)
-    sock = bind(host, port)
-    game_host = start_host(options)
     late = _Late()
     config = uvicorn.Config(
         late,
+        http=guarded_http(),
         log_level="warning",
         access_log=False,
         lifespan="on",

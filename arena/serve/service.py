@@ -53,7 +53,9 @@ class Options:
     house_bots: tuple[str, ...] = ("random", "greedy")
     uploads_per_hour: int = 20
     max_upload_bytes: int = 20 * 1024 * 1024
+    max_author_bytes: int = 1_000_000_000  # what an author's versions may hold unpacked
     state_limits_s: dict[str, float] = field(default_factory=lambda: dict(STATE_LIMITS_S))
+    view: Path | None = None  # where this process reaches ``data`` (a private bind mount), if elsewhere
 
 
 @dataclass
@@ -84,9 +86,10 @@ class Arena:
         self, options: Options, publish: Callable[[str, dict[str, Any]], None] | None = None
     ) -> None:
         self.options = options
-        self.data = options.data
-        self.results = ResultStore(results_folder(self.data), create=True)
-        self.store = ArenaStore(results_folder(self.data))
+        self.data = options.data  # the real path: what the game host and the database are told
+        self.files = options.view or options.data  # where this process reads and writes it
+        self.results = ResultStore(results_folder(self.files), create=True)
+        self.store = ArenaStore(results_folder(self.files))
         self.publish = publish or (lambda kind, data: None)
         self.lock = threading.RLock()
         self.rng = random.Random(secrets.randbits(64))
@@ -111,11 +114,16 @@ class Arena:
         self._closing = False
         self._paused = bool(self.store.setting("paused", False))
         self._board: bytes | None = None
+        self.checking: int | None = None  # the version whose check the host runs now
+        self.served: dict[Any, float] = {}  # author id -> when a check of theirs was last sent
         self.games_stored = 0
         self._load()
 
     # ------------------------------------------------------------------ start
     def _load(self) -> None:
+        from arena.untrusted import remove_tree
+
+        remove_tree(self.data / "versions" / ".staging")  # uploads a kill -9 cut short (up to 200 MB each)
         self.store.ensure_house()
         self._add_house_bots()
         # Game by game from a cursor, not a frame: memory stays flat whatever the games stored.
@@ -134,7 +142,7 @@ class Arena:
             self.pairings_of[b] += count // 2
         # A restart: checks that were under way are run again, from the start.
         for version in self.store.versions(states=("queued", "building", "checking")):
-            if not Path(version.folder).is_dir():
+            if not self.local(Path(version.folder)).is_dir():
                 self._set_state(
                     version, "rejected", "its upload was lost when the server stopped: upload it again"
                 )
@@ -220,8 +228,7 @@ class Arena:
     def _on_host(self, message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "ready":
-            for version in self.store.versions(states=("queued",)):
-                self._send({"op": "check", "version": version.id, "folder": version.folder})
+            self._check_next()
             self.maybe_start()
         elif op == "want":
             self._send(self._next_game(message.get("epoch")))
@@ -244,12 +251,24 @@ class Arena:
             for label, why in (message.get("broken") or {}).items():
                 self._reject_label(label, f"its build failed in the ladder: {why}")
             self.maybe_start()
+        elif op == "lineup":  # the versions the run plays: those built already
+            with self.lock:
+                if message.get("epoch") == self.run_epoch:
+                    self.run_labels &= {str(label) for label in message.get("labels") or []}
+        elif op == "built":  # versions built in the background: the next run takes them
+            for label, why in (message.get("broken") or {}).items():
+                self._reject_label(label, f"its build failed in the ladder: {why}")
+            self.lineup_changed()
         elif op == "stage":
             staged = self.store.version(int(message["version"]))
             if staged is not None and message.get("state") in ("building", "checking"):
                 self._set_state(staged, message["state"], only_from=("queued", "building"))
         elif op == "checked":
             self._on_checked(message)
+            with self.lock:
+                if self.checking == message.get("version"):
+                    self.checking = None
+            self._check_next()
 
     # ------------------------------------------------------------------ the ladder
     def playing(self) -> list[Version]:
@@ -475,7 +494,24 @@ class Arena:
         return moved
 
     def submit(self, version: Version) -> None:
-        self._send({"op": "check", "version": version.id, "folder": version.folder})
+        """Queue the version's check (:meth:`_check_next` sends it when its turn comes)."""
+        self._check_next()
+
+    def _check_next(self) -> None:
+        """Send the game host the next check, one at a time, taking authors in turn: the
+        author served longest ago first, each author's versions oldest first. One author's
+        pile of uploads delays their own versions, never another author's."""
+        with self.lock:
+            if self.checking is not None or self._host is None:
+                return
+            queued = self.store.versions(states=("queued",))
+            if not queued:
+                return
+            owners = {b["name"]: b["author_id"] for b in self.store.bots()}
+            version = min(queued, key=lambda v: (self.served.get(owners.get(v.bot), 0.0), v.created_at, v.id))
+            self.served[owners.get(version.bot)] = time.time()
+            self.checking = version.id
+            self._send({"op": "check", "version": version.id, "folder": version.folder})
 
     def _on_checked(self, message: dict[str, Any]) -> None:
         version = self.store.version(int(message["version"]))
@@ -497,6 +533,7 @@ class Arena:
                 self.lineup_changed()
         else:
             cause = problems[0].splitlines()[0] if problems else "the check failed"
+            cause = cause.replace(str(self.data), "DIR")  # a cause is public: no server path in it
             self._set_state(
                 version,
                 "rejected",
@@ -514,6 +551,8 @@ class Arena:
                 for version in self.store.versions(states=tuple(self.options.state_limits_s)):
                     limit = self.options.state_limits_s[version.state]
                     if now - version.state_at > limit:
+                        if version.id == self.checking:  # the host stops working on it
+                            self._send({"op": "cancel", "version": version.id})
                         self._set_state(
                             version,
                             "rejected",
@@ -646,17 +685,21 @@ class Arena:
         self.changed()
         self.publish("ladder", {"frozen": frozen})
 
+    def local(self, path: Path) -> Path:
+        """A path inside the data folder as this process reaches it."""
+        return self.files / path.relative_to(self.data) if path.is_relative_to(self.data) else path
+
     def export(self) -> Path:
         """A copy of the games as a results folder of its own (`arena ratings` and `arena
         report` read it), without the arena's tables (no token hashes leave the server)."""
         import sqlite3
 
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        target = self.data / "exports" / stamp
+        target = self.files / "exports" / stamp
         number = 1
         while target.exists():
             number += 1
-            target = self.data / "exports" / f"{stamp}-{number}"
+            target = self.files / "exports" / f"{stamp}-{number}"
         target.mkdir(parents=True)
         source = sqlite3.connect(self.results.db_path)
         copy = sqlite3.connect(target / self.results.db_path.name)
@@ -701,7 +744,7 @@ class Arena:
             source.close()
             copy.close()
         ResultStore(target).close()  # writes games.jsonl from the database
-        return target
+        return self.data / "exports" / target.name
 
     def history(self, label: str) -> list[dict[str, Any]]:
         standing = self.standings.get(label)

@@ -144,6 +144,9 @@ class ArenaStore:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.executescript(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(arena_versions)")}
+            if "bytes" not in columns:  # a data folder of the first release
+                self._conn.execute("ALTER TABLE arena_versions ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0")
         except sqlite3.Error as exc:
             raise ArenaError(f"{self.path}: cannot open the arena database: {exc}") from None
 
@@ -213,9 +216,12 @@ class ArenaStore:
         return token if cursor.rowcount else None
 
     def author_by_token(self, token: str) -> Author | None:
+        return self.author_by_token_hash(hash_token(token))
+
+    def author_by_token_hash(self, token_hash: str) -> Author | None:
+        """The author whose current token hashes to ``token_hash`` (a page session holds it)."""
         rows = self._rows(
-            "SELECT id, name FROM arena_authors WHERE token_hash = ? AND revoked_at IS NULL",
-            (hash_token(token),),
+            "SELECT id, name FROM arena_authors WHERE token_hash = ? AND revoked_at IS NULL", (token_hash,)
         )
         return Author(int(rows[0][0]), rows[0][1]) if rows else None
 
@@ -305,7 +311,18 @@ class ArenaStore:
     def set_description(self, name: str, description: str) -> None:
         self._write("UPDATE arena_bots SET description = ? WHERE name = ?", (description, name))
 
-    def add_version(self, bot: str, digest: str, folder_for: Any) -> tuple[Version | None, int | None]:
+    def author_bytes(self, author_id: int) -> int:
+        """What the versions of the author's bots hold on disk, unpacked."""
+        rows = self._rows(
+            "SELECT coalesce(sum(v.bytes), 0) FROM arena_versions v JOIN arena_bots b "
+            "ON b.name = v.bot WHERE b.author_id = ?",
+            (author_id,),
+        )
+        return int(rows[0][0])
+
+    def add_version(
+        self, bot: str, digest: str, folder_for: Any, size: int = 0
+    ) -> tuple[Version | None, int | None]:
         """A new version of ``bot`` numbered next, its folder named by ``folder_for(number)``;
         or (None, number) when a version with the same content exists."""
         with self._lock:
@@ -325,9 +342,9 @@ class ArenaStore:
                 now = time.time()
                 folder = str(folder_for(number))
                 cursor = self._conn.execute(
-                    "INSERT INTO arena_versions (bot, number, digest, state, folder, created_at, state_at) "
-                    "VALUES (?, ?, ?, 'queued', ?, ?, ?)",
-                    (bot, number, digest, folder, now, now),
+                    "INSERT INTO arena_versions (bot, number, digest, state, folder, created_at, state_at, "
+                    "bytes) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                    (bot, number, digest, folder, now, now, size),
                 )
                 self._conn.execute("COMMIT")
             except BaseException:

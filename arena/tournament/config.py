@@ -12,7 +12,7 @@ components = "my-tiles.json"         # stack-n-stuff only: your own component fi
 edition = "revised"                  # or "original" (patchwork); stack-n-stuff: "standard"
 seed = 1                             # every game seed is derived from it
 concurrency = 4                      # games played at once (default: the CPUs this process may use)
-sandbox = "strict"                   # or "none": how bots are confined (see README, Sandbox)
+sandbox = "strict"                   # or "none": how bots are confined (see docs/sandbox.md)
 pondering = false                    # true: bots are not frozen between their moves (strict)
 out = "results/spring"
 

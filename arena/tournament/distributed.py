@@ -127,23 +127,29 @@ class DaskExecutor:
             self._key = pool_key(self.lineup, {label: digest for label, (digest, _) in bundles.items()})
             shipped = self.client.scatter(bundles, broadcast=True, hash=False)
             lineup = self.client.scatter(self.lineup, broadcast=True, hash=False)
+            # The scheduler is asked as games finish, a window ahead of the cluster's threads (twice
+            # their number): a schedule with no end (arena serve's ladder) streams, and a format that
+            # hears results (Swiss, knockout) has each one recorded before its next games are asked for.
             scheduler = as_scheduler(specs)
+            window = max(4, 2 * sum(self.client.nthreads().values()))
 
             def submit() -> list[Any]:
-                """Every game the scheduler has now, as new tasks."""
+                """The scheduler's games, as new tasks, until the window is full or it has none now."""
                 new = []
-                while isinstance(spec := scheduler.next(), GameSpec):
-                    new.append(self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
-                                                  key=f"arena-{os.getpid()}-{spec.game_id}"))
-                self._futures.extend(new)
+                while len(self._futures) < window and isinstance(spec := scheduler.next(), GameSpec):
+                    future = self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
+                                                key=f"arena-{os.getpid()}-{spec.game_id}")
+                    self._futures.append(future)
+                    new.append(future)
                 return new
 
-            running = as_completed(submit())
-            for future in running:
+            finished = as_completed(submit())
+            for future in finished:
+                self._futures.remove(future)
                 played: Played = future.result()
                 scheduler.record(played[0], played[1].winner)
-                for new in submit():  # a result may free more games (the next Swiss round)
-                    running.add(new)
+                for following in submit():  # a result may free more games (the next Swiss round)
+                    finished.add(following)
                 yield played
             if scheduler.next() is not DONE:
                 raise ArenaError(STUCK)
@@ -260,4 +266,5 @@ def play_on_worker(lineup: Lineup, bundles: dict[str, tuple[str, bytes]], spec: 
         with _pools_lock:
             _pools[thread_key] = pool_entry
     pool, built = pool_entry
-    return spec, built.play(pool, spec)
+    # this tournament's secret (a pool is shared by the tournaments with the same bots and settings)
+    return spec, dataclasses.replace(built, hidden_key=lineup.hidden_key).play(pool, spec)

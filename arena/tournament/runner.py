@@ -14,6 +14,7 @@ rounds from the same results as a run never interrupted.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
@@ -76,12 +77,15 @@ class RunSummary:
     table: pd.DataFrame | None = None  # the final rating table when every game is in; else None
 
 
-def tournament_lineup(config: TournamentConfig, launcher: Launcher | None = None) -> Lineup:
-    """The lineup of a tournament: its entrants by name, its time control, rules and the
-    launcher (default: the one for the config's sandbox level)."""
-    return Lineup(config.folders, config.names, time_control=TimeControl(**config.time_control),
-                  ruleset=config.ruleset(), edition=config.edition,
-                  launcher=launcher or Launcher.for_level(config.sandbox), pondering=config.pondering)
+def tournament_lineup(config: TournamentConfig, launcher: Launcher | None = None,
+                      hidden_key: bytes | None = None) -> Lineup:
+    """The lineup of a tournament: its entrants by name, its time control, rules, the
+    launcher (default: the one for the config's sandbox level) and the secret of its hidden
+    draws (:meth:`ResultStore.hidden_key`; default: a fresh one)."""
+    lineup = Lineup(config.folders, config.names, time_control=TimeControl(**config.time_control),
+                    ruleset=config.ruleset(), edition=config.edition,
+                    launcher=launcher or Launcher.for_level(config.sandbox), pondering=config.pondering)
+    return lineup if hidden_key is None else dataclasses.replace(lineup, hidden_key=hidden_key)
 
 
 def run_tournament(config: TournamentConfig, *, executor: Executor | None = None,
@@ -117,7 +121,10 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         _replay_ratings(stored, progress)
         pending = first is not DONE
         log_dir = config.out / "logs"
-        lineup = tournament_lineup(config, launcher)
+        hidden_key = store.hidden_key()
+        lineup = tournament_lineup(config, launcher, hidden_key)
+        if isinstance(getattr(executor, "lineup", None), Lineup):  # made before the store was open (Dask)
+            executor.lineup = dataclasses.replace(executor.lineup, hidden_key=hidden_key)  # type: ignore[union-attr]
         # Under strict (and a shipped or submitted bot at any level) built in <out>/builds/<name>/,
         # which the workers then run; a Dask cluster builds on its workers (the coordinator may not be
         # able to sandbox).

@@ -72,6 +72,21 @@ def pair_seed(base: int, pairing: tuple[str, str], k: int) -> int:
     return int.from_bytes(digest, "big") % (1 << SEED_BITS)
 
 
+HIDDEN_KEY_BYTES = 32
+"""The size of a run's secret key, from which every hidden draw of its games derives."""
+
+
+def hidden_seed(key: bytes, spec: GameSpec) -> int:
+    """The seed of a game's hidden draw (the order Stack'n Stuff's stuff tiles join in): a keyed
+    hash of the game's index and id. Without the key, which no bot ever sees, it cannot be
+    computed, whereas :func:`pair_seed` can from public names; and each game has its own, the
+    two of a seat-swapped pair included, so the first game of a pair tells nothing of the
+    second's order. Below 2**63 (an SQLite integer)."""
+    text = f"{spec.index}\x1f{spec.game_id}".encode("utf-8", "surrogateescape")
+    digest = hashlib.blake2b(text, key=key, digest_size=8, person=b"arena-hidden").digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
 def schedule_size(plan: Plan) -> int:
     """How many games the tournament has (without building them): for a knockout, without
     the extra pairs its tied matches may need."""
@@ -165,5 +180,6 @@ def _game_id(number: str, seat0: str, seat1: str, pair: str) -> tuple[str, str]:
     return game_id, uncut
 
 
-__all__ = ["SEED_BITS", "GameSpec", "Plan", "gauntlet_schedule", "iter_schedule", "match_schedule",
-           "pair_seed", "pairings", "schedule", "schedule_size", "sprt_schedule"]
+__all__ = ["HIDDEN_KEY_BYTES", "SEED_BITS", "GameSpec", "Plan", "gauntlet_schedule", "hidden_seed",
+           "iter_schedule", "match_schedule", "pair_seed", "pairings", "schedule", "schedule_size",
+           "sprt_schedule"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,11 +35,16 @@ from arena.engine import Ruleset
 from arena.errors import ArenaError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult
-from arena.tournament.schedule import GameSpec
+from arena.tournament.schedule import HIDDEN_KEY_BYTES, GameSpec, hidden_seed
 from arena.tournament.scheduler import DONE, Scheduler, as_scheduler
 
 Played = tuple[GameSpec, GameResult]
 """A finished game: its spec and the referee's result (record, termination, duration...)."""
+
+
+def new_hidden_key() -> bytes:
+    """A fresh secret for a run's hidden draws (:func:`arena.tournament.schedule.hidden_seed`)."""
+    return os.urandom(HIDDEN_KEY_BYTES)
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,10 @@ class Lineup:
     """The bots of a series and how each game is played; picklable (sent to every worker).
 
     ``launcher`` starts every bot and build (built once from the sandbox level, picklable).
-    ``broken`` maps an entrant's index to its build error: its games are forfeits."""
+    ``broken`` maps an entrant's index to its build error: its games are forfeits.
+    ``hidden_key`` is the run's secret for what no bot may know (a fresh one unless given: a
+    tournament keeps its own in its results folder); the records keep each game's hidden
+    seed, which is all a replay needs."""
 
     folders: tuple[Path, ...]
     labels: tuple[str, ...]
@@ -59,6 +68,7 @@ class Lineup:
     # The manifests as read once, before any build: a build may rewrite its bot.toml, and a
     # worker must not read it again (one bad file would take down every worker).
     read: tuple[Manifest, ...] = ()
+    hidden_key: bytes = field(default_factory=new_hidden_key, repr=False)
 
     @classmethod
     def of(cls, folders: Iterable[Path], **options: Any) -> Lineup:
@@ -89,7 +99,8 @@ class Lineup:
     def play(self, pool: BotPool, spec: GameSpec, on_move: Callable[..., None] | None = None) -> GameResult:
         """Play one game of the schedule with ``pool`` (a pool of this lineup)."""
         return pool.play(*self.seats(spec), seed=spec.seed, edition=self.edition, ruleset=self.ruleset,
-                         time_control=self.time_control, game_id=spec.game_id, on_move=on_move)
+                         time_control=self.time_control, game_id=spec.game_id, on_move=on_move,
+                         hidden_seed=hidden_seed(self.hidden_key, spec))
 
 
 def build_lineup(lineup: Lineup, log_dir: Path, build_dir: Path | None = None) -> Lineup:
@@ -178,4 +189,5 @@ def run_series(schedule: Source, executor: Executor,
 
 
 __all__ = ["STUCK", "Executor", "InProcess", "Lineup", "Played", "Source", "StopRule", "build_lineup",
+           "new_hidden_key",
            "run_series"]

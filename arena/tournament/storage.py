@@ -2,7 +2,7 @@
 
 ```
 results/<name>/
-  tournament.db     tables tournament (key/value: config, created_at), entrants,
+  tournament.db     tables tournament (key/value: config, created_at, versions, hidden_key), entrants,
                     games (one row per game, with its record JSON); view moves (one
                     row per move, read from the records)
   games.jsonl       every game record, one per line (completion order; idx order after a repair)
@@ -35,7 +35,7 @@ from arena.errors import ArenaError, ConfigError, RecordError
 from arena.protocol.codec import encode_trusted
 from arena.records import utc_now
 from arena.tournament.config import RESULT_KEYS, TournamentConfig
-from arena.tournament.schedule import GameSpec
+from arena.tournament.schedule import HIDDEN_KEY_BYTES, GameSpec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -351,6 +351,34 @@ class ResultStore:
                                    (json.dumps({**versions, **stored}),))
             except sqlite3.Error as exc:
                 raise ArenaError(f"{self.db_path}: cannot store the entrants' versions: {exc}") from None
+
+    def hidden_key(self) -> bytes:
+        """The tournament's secret for its hidden draws (Stack'n Stuff's join orders, see
+        :func:`arena.tournament.schedule.hidden_seed`): made (os.urandom) the first time and
+        kept in the database, so that a resumed run plays the games it has left exactly as an
+        uninterrupted one would have. Bots never see it: under strict the results folder does
+        not exist in their world, and each record keeps its game's hidden seed for replays."""
+        rows = self._query("SELECT value FROM tournament WHERE key = 'hidden_key'")
+        if rows:
+            try:
+                key = bytes.fromhex(rows[0][0])
+            except (TypeError, ValueError):
+                key = b""
+            if len(key) != HIDDEN_KEY_BYTES:
+                raise ConfigError(f"{self.db_path}: the stored hidden_key is not {HIDDEN_KEY_BYTES} bytes "
+                                  "in hex: the games left cannot be played as the first ones were")
+            return key
+        from arena.tournament.series import new_hidden_key  # (series starts bots: not for every reader)
+
+        self._writable()
+        key = new_hidden_key()
+        with self._mutex:
+            try:
+                self._conn.execute("INSERT INTO tournament (key, value) VALUES ('hidden_key', ?)",
+                                   (key.hex(),))
+            except sqlite3.Error as exc:
+                raise ArenaError(f"{self.db_path}: cannot store the hidden key: {exc}") from None
+        return key
 
     def save_config(self, config: TournamentConfig) -> None:
         """Check ``config`` against the stored one (see :meth:`check_config`), then store it

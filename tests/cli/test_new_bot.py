@@ -58,7 +58,7 @@ def test_kit_is_written_complete_and_readable_by_a_sandboxed_uid(tmp_path: Path,
         text = path.read_text()
         assert PLACEHOLDER not in text, path
         assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044, path
-    source = next(p for p in files if p.name != "bot.toml").read_text()
+    source = next(p for p in files if p.stem.lower() == "bot" and p.name != "bot.toml").read_text()
     assert "PROTOCOL.md" in source and "my-first-bot" in source  # points to the spec; says its name
     assert '"legal_moves"' in source or "legal_moves:" in source  # asks for the legal moves
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755

@@ -265,3 +265,27 @@ def test_user_component_files_are_validated(tmp_path: Path) -> None:
         load_components(bad)
     proc = arena("random-games", "1", "--components", str(good), "--out", str(out))
     assert proc.returncode == 1 and "stack-n-stuff only" in proc.stderr
+
+
+def test_hidden_seed_draws_the_join_order_and_replay_checks_it() -> None:
+    """The circle comes from the seed whatever the hidden seed; the join order from the hidden
+    seed. A record keeps it, and replay refuses a reserve it did not draw; a record without one
+    (older, or random games) is checked against the seed as before."""
+    from arena.errors import RecordError
+    from arena.records import make_record
+
+    public = new(5)
+    hidden = [GameState.new(5, ruleset=RULES, hidden_seed=h) for h in range(40)]
+    assert all(h.circle == public.circle for h in hidden)
+    assert len({tuple(h.reserve) for h in hidden}) > 30
+    unplayed = {"scores": [0, 0], "winner": 0, "reason": "normal"}  # replayed without the result
+    record = make_record(hidden[7], ["a", "b"], [], unplayed, hidden_seed=7)
+    assert record["hidden_seed"] == 7 and record["reserve"] == hidden[7].reserve
+    assert replay(record, check_result=False)[0].reserve == hidden[7].reserve
+    with pytest.raises(RecordError, match="reserve does not match the order drawn by hidden_seed 8"):
+        replay({**record, "hidden_seed": 8}, check_result=False)
+    legacy = {k: v for k, v in record.items() if k != "hidden_seed"}
+    with pytest.raises(RecordError, match="reserve does not match the order drawn by seed 5"):
+        replay(legacy, check_result=False)
+    legacy["reserve"] = public.reserve  # an older record: the order came from the seed
+    assert replay(legacy, check_result=False)[0].reserve == public.reserve

@@ -231,3 +231,94 @@ def test_play_cli_says_whether_bots_are_frozen(tmp_path: Path, pondering: bool) 
     expected = "freezer: not used (pondering)" if pondering else "freezer: bots frozen off their turn"
     assert expected in run.stdout
     assert "(normal)" in run.stdout
+
+
+class Watched:
+    """A real bot (BotHandle) whose freezes, thaws, starts and move requests are logged, with
+    whether its opponent was frozen at that moment (what the referee's order guarantees)."""
+
+    def __init__(self, handle: BotHandle, seat: int, events: list[tuple[str, int, bool]]) -> None:
+        self.inner, self.seat, self.events = handle, seat, events
+        self.opponent: Watched | None = None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def _log(self, what: str) -> None:
+        assert self.opponent is not None
+        self.events.append((what, self.seat, self.opponent.inner.frozen))
+
+    def ensure_started(self) -> None:
+        if not self.inner.is_running():
+            self._log("start")
+        self.inner.ensure_started()
+
+    def thaw(self) -> None:
+        if self.inner.frozen:
+            self._log("thaw")
+        self.inner.thaw()
+
+    def send_text(self, text: str, timeout_s: float | None = None) -> None:
+        if '"move_request"' in text[:40]:
+            self._log("request")
+        self.inner.send_text(text, timeout_s)
+
+
+@pytest.mark.parametrize("legal_moves", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["opponent-plain", "opponent-asks-legal-moves"])
+def test_waiting_bot_is_frozen_before_its_opponent_is_thawed_or_started(tmp_path: Path,
+                                                                         legal_moves: bool) -> None:
+    """The order, with real sandboxed bots: a bot that must wait is frozen before its opponent
+    is thawed (a thaw can take milliseconds on a loaded machine: the referee used to thaw and
+    send first, then freeze) and before its opponent starts (seat 0 used to compute while seat
+    1 started, 150-300 ms). The spinner's CPU across its opponent's start is measured too."""
+    from arena.referee import play_game
+
+    spinner = misbehaving_bot(tmp_path / "spin", "spin_helpers", "2")
+    sleeper = misbehaving_bot(tmp_path / "slow", "slow", "0.05", "6",
+                              *(["legal_moves"] if legal_moves else []))
+    events: list[tuple[str, int, bool]] = []
+    with BotPool([spinner, sleeper], tmp_path / "logs", launcher=Launcher.for_level("strict")) as pool:
+        seats = (Watched(pool.handles[0], 0, events), Watched(pool.handles[1], 1, events))
+        seats[0].opponent, seats[1].opponent = seats[1], seats[0]
+        during_start: list[float] = []
+        start_sleeper = seats[1].ensure_started
+
+        def timed_start() -> None:  # the spinner's CPU while its opponent starts
+            before = cpu_seconds(pool.handles[0]) if pool.handles[0].is_running() else None
+            start_sleeper()
+            if before is not None:
+                during_start.append(cpu_seconds(pool.handles[0]) - before)
+
+        seats[1].ensure_started = timed_start  # type: ignore[method-assign]
+        result = play_game(seats, seed=3, time_control=TC)  # type: ignore[arg-type]
+    assert result.termination == Termination.NORMAL, result.detail
+    assert ("start", 1, True) in events, events[:5]  # the spinner was frozen while the sleeper started
+    assert len(during_start) == 1 and during_start[0] < 0.02, during_start  # /proc ticks: 10 ms
+    thaws = [e for e in events if e[0] == "thaw"]
+    assert len(thaws) >= 6, events  # the sleeper's slow moves left the spinner frozen, and back
+    assert all(opponent_frozen for _, _, opponent_frozen in thaws), thaws
+
+
+@pytest.mark.slow
+def test_play_cli_spinner_gets_little_of_each_wait(tmp_path: Path) -> None:
+    """Through `arena play --sandbox strict`: a bot that replies, then computes in a helper
+    (misbehave spin_after_reply, stdio) reads the helper's CPU clock at each reply and at its
+    next request. Over the opponent's 100 ms sleeps the helper, unfrozen, would get 30-100 ms
+    (its core share); frozen after its reply, it gets FREEZE_GRACE_S plus what it takes the
+    referee to freeze it, plus (counted by this bot, which cannot tell) the moments from its
+    thaw to its reading the request. Bound: 15 ms a wait, with margin for a loaded machine
+    (measured: 0.2-0.5 ms at p50 idle, under 8 ms beside two CPU hogs)."""
+    spinner = misbehaving_bot(tmp_path / "spin", "spin_after_reply", name="spinner", stdio=True)
+    sleeper = misbehaving_bot(tmp_path / "slow", "slow", "0.1", "10", name="sleeper")
+    logs = tmp_path / "logs"
+    run = arena("play", str(spinner.folder), str(sleeper.folder), "--games", "2", "--sandbox", "strict",
+                "--logs", str(logs), "--time-per-move", "2000")
+    assert run.returncode == 0, run.stderr
+    assert "freezer: bots frozen off their turn" in run.stdout and run.stdout.count("(normal)") == 2
+    waits = [json.loads(line.removeprefix("spin_after_reply: "))
+             for line in (logs / "spinner.stderr.log").read_text().splitlines()
+             if line.startswith("spin_after_reply: ")]
+    long_waits = [w for w in waits if w["wait"] == "move" and w["wall_ms"] >= 95]
+    assert len(long_waits) >= 8, waits  # the sleeper sleeps over 10 of its moves
+    assert max(w["helper_cpu_ms"] for w in long_waits) < 15, long_waits

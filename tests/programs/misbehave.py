@@ -11,9 +11,17 @@ kind plays normally and appends every message it receives to LOG (the last argum
 ``hostile_error`` gives up with an ``error`` message full of control sequences and a lone
 surrogate, and ``hostile_info`` plays normally with such an ``info`` string on every move;
 ``spin_helpers N`` plays normally with N helper processes that spin forever (computing
-between its moves); ``slow S K`` plays normally but takes S seconds (sleeping) over K of its
-moves (from its third); ``lingers FILE`` plays normally but, told to shut down, writes FILE
-and sleeps a minute before it exits.
+between its moves); ``spin_after_reply`` plays normally with one helper that spins forever and
+reports on stderr (``spin_after_reply: {json}``) the helper's CPU between each reply and the
+next request, and from its hello to its first request (what it got while its opponent
+started); ``predict_order`` plays Stack'n Stuff (buying when it can) and tries to predict the
+hidden order in which the stuff tiles join: from guessable seeds (those of ``arena play`` and
+of a tournament, with the public engine) and from an earlier game in this process with the
+same circle (the other game of a seat-swapped pair); it reports each prediction before the
+tiles join, and what it saw once they had (``predict_order: {json}``); ``slow S K`` plays
+normally but takes S seconds (sleeping) over K of its moves (from its third); ``lingers
+FILE`` plays normally but, told to shut down, writes FILE and sleeps a minute before it
+exits.
 Unsandboxed stdio bots, whose parent is the referee: ``kill_referee [SIG]`` sends it SIG
 (SIGKILL) at every move from its third; ``stop_referee_once MARKER`` stops it (SIGSTOP) at
 its third move unless the file MARKER exists (it creates it), then plays on normally;
@@ -296,10 +304,224 @@ def try_covert() -> None:
     attempt("covert dnotify", dnotify)
 
 
+def _held_by_children(label: str, children: int, hold, measure=None) -> None:  # type: ignore[no-untyped-def]
+    """Run ``hold()`` (returns how much it took) in ``children`` processes, each with a
+    descriptor limit of its own; each keeps what it took and sleeps until the bot is killed.
+    Reports DONE with the total (``measure()`` when given), or blocked with the first error."""
+    results = []
+    for _ in range(children):
+        read_end, write_end = os.pipe()
+        if os.fork() == 0:
+            os.close(read_end)
+            try:
+                said = str(hold())
+            except OSError as exc:
+                said = f"0 {type(exc).__name__}: {exc}"
+            os.write(write_end, said.encode() + b"\n")
+            while True:
+                signal.pause()
+        os.close(write_end)
+        with os.fdopen(read_end) as pipe:
+            results.append(pipe.readline().strip())
+    taken = sum(int(r.split()[0]) for r in results if r)
+    errors = sorted({r.split(" ", 1)[1] for r in results if " " in r})
+    if taken == 0:
+        report(f"{label}: blocked ({errors[0] if errors else 'nothing taken'})")
+    else:
+        report(f"{label}: DONE {measure() if measure else taken} "
+               f"(stopped by: {'; '.join(errors)[:200] or 'its own cap'})")
+
+
+def _sockstat_mem() -> dict[str, int]:
+    """TCP and UDP pages in use on the whole machine (/proc/net/sockstat's mem is global)."""
+    found = {}
+    with open("/proc/net/sockstat") as handle:
+        for line in handle:
+            name, _, rest = line.partition(":")
+            words = rest.split()
+            if "mem" in words:
+                found[name] = int(words[words.index("mem") + 1])
+    return found
+
+
+def _queued_mib(table: str) -> str:
+    """The bytes queued in every socket of /proc/net/TABLE (the bot's own network namespace)."""
+    total = sockets = 0
+    with open(f"/proc/net/{table}") as handle:
+        for line in handle.readlines()[1:]:
+            tx, rx = line.split()[4].split(":")
+            total += int(tx, 16) + int(rx, 16)
+            sockets += 1
+    return f"held {total // MIB} MiB in {sockets} sockets"
+
+
+def try_socket_hog() -> None:
+    """Hold kernel memory in loopback TCP (ARGS[0] MiB, 1024 by default) and UDP (ARGS[1],
+    256) buffers nobody reads, from 8 processes each (issue 31). Reports what its sockets
+    hold, and the machine's socket memory (pages) before and after."""
+    budget = {"tcp": int(ARGS[0]) if ARGS else 1024, "udp": int(ARGS[1]) if len(ARGS) > 1 else 256}
+    before = _sockstat_mem()
+    chunk = b"\x03" * 65536
+
+    def tcp() -> int:
+        held, queued = [], 0
+        server = socket.create_server(("127.0.0.1", 0), backlog=128)
+        held.append(server)
+        while queued < budget["tcp"] * MIB // 8:
+            try:
+                client = socket.create_connection(server.getsockname())
+                held += [client, server.accept()[0]]
+            except OSError:
+                if queued:
+                    break
+                raise
+            client.setblocking(False)
+            try:
+                while True:
+                    queued += client.send(chunk)
+            except BlockingIOError:
+                pass
+        globals()["_held"] = held
+        return queued
+
+    def udp() -> int:
+        held, queued = [], 0
+        while queued < budget["udp"] * MIB // 8:
+            try:
+                sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                sink.bind(("127.0.0.1", 0))
+                sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * MIB)  # capped by rmem_max
+                source = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                held += [sink, source]
+            except OSError:
+                if queued:
+                    break
+                raise
+            room = sink.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            sent = 0
+            while sent + 70000 < room:  # (a datagram past the room is dropped, not queued)
+                sent += source.sendto(chunk[:60000], sink.getsockname())
+            queued += sent
+        globals()["_held"] = held
+        return queued
+
+    _held_by_children("socket_hog tcp", 8, tcp, lambda: _queued_mib("tcp"))
+    _held_by_children("socket_hog udp", 8, udp, lambda: _queued_mib("udp"))
+    after = _sockstat_mem()
+    report("socket_hog: the machine's socket memory (pages) " + ", ".join(
+        f"{name} {before.get(name, 0)} -> {after.get(name, 0)}" for name in ("TCP", "UDP")))
+
+
+def try_unix_hog() -> None:
+    """Queue ARGS[0] MiB (2048 by default) in AF_UNIX socket pairs nobody reads, 8 MiB a
+    pair (SO_SNDBUF as large as the host allows): kernel memory that must count against the
+    bot's own limit, which kills it first under strict."""
+    wanted = (int(ARGS[0]) if ARGS else 2048) * MIB
+    held: list[socket.socket] = []
+    queued = 0
+    chunk = b"\x04" * 65536
+
+    def fill() -> str:
+        nonlocal queued
+        while queued < wanted:
+            one, two = socket.socketpair()
+            held.extend((one, two))
+            one.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 * MIB)
+            one.setblocking(False)
+            try:
+                while queued < wanted:
+                    queued += one.send(chunk)
+            except BlockingIOError:
+                pass
+        return f"held {queued // MIB} MiB in {len(held) // 2} pairs"
+
+    attempt("unix_hog", fill)
+
+
+def try_aio_hog() -> None:
+    """Take every asynchronous I/O event of the machine (io_setup until it fails, up to
+    ARGS[0] contexts of 4096 events): the budget fs.aio-max-nr, shared by all."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    contexts = []
+
+    def take() -> str:
+        while len(contexts) < (int(ARGS[0]) if ARGS else 64):
+            context = ctypes.c_ulong(0)
+            if libc.syscall(ctypes.c_long(206), ctypes.c_uint(4096), ctypes.byref(context)) < 0:  # io_setup
+                code = ctypes.get_errno()
+                if contexts:
+                    break
+                raise OSError(code, os.strerror(code))
+            contexts.append(context)
+        return f"held {len(contexts)} contexts of 4096 events"
+
+    attempt("aio_hog io_setup", take)
+    with open("/proc/sys/fs/aio-nr") as nr, open("/proc/sys/fs/aio-max-nr") as limit:
+        report(f"aio_hog: aio-nr {nr.read().strip()} of {limit.read().strip()}")
+
+
+def try_pty_hog() -> None:
+    """Open pseudo-terminals (kept open, masters only) from 16 processes until it fails, up
+    to ARGS[0] (4096): the budget kernel.pty.max, shared by every devpts instance."""
+    wanted = int(ARGS[0]) if ARGS else 4096
+
+    def take() -> int:
+        masters: list[int] = []
+        while len(masters) < wanted // 16 + 1:
+            try:
+                master, slave = os.openpty()
+            except OSError:
+                if masters:
+                    break
+                raise
+            os.close(slave)
+            masters.append(master)
+        globals()["_held"] = masters
+        return len(masters)
+
+    _held_by_children("pty_hog ptys", 16, take)
+    try:
+        with open("/proc/sys/kernel/pty/nr") as nr:
+            report(f"pty_hog: pty nr {nr.read().strip()}")
+    except OSError as exc:
+        report(f"pty_hog: pty nr unreadable ({exc})")
+
+
+def try_hugepage_hog() -> None:
+    """Take huge pages (2 MiB each, touched) until it fails, up to ARGS[0] (512): the pool
+    vm.nr_hugepages, shared by all and charged to no memory cgroup on v1."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    pages = []
+
+    def take() -> str:
+        while len(pages) < (int(ARGS[0]) if ARGS else 512):
+            address = libc.mmap(None, 2 * MIB, 3, 0x22 | 0x40000, -1, 0)  # RW, PRIVATE|ANON|HUGETLB
+            if address in (None, ctypes.c_void_p(-1).value):
+                code = ctypes.get_errno()
+                if pages:
+                    break
+                raise OSError(code, os.strerror(code))
+            ctypes.memset(address, 1, 1)  # faulted in: taken from the pool
+            pages.append(address)
+        return f"held {len(pages)} huge pages"
+
+    attempt("hugepage_hog mmap", take)
+
+
 ATTEMPTS = {"net": try_net, "snoop": try_snoop, "write": try_write, "balloon": try_balloon,
             "fork_bomb": try_fork_bomb, "cpu_hog": try_cpu_hog, "disk_fill": try_disk_fill,
             "stderr_spam": try_stderr_spam, "ignore_term": try_ignore_term, "keyring": try_keyring,
-            "covert": try_covert, "deep_tmp": try_deep_tmp}
+            "covert": try_covert, "deep_tmp": try_deep_tmp, "socket_hog": try_socket_hog,
+            "aio_hog": try_aio_hog, "pty_hog": try_pty_hog, "hugepage_hog": try_hugepage_hog,
+            "unix_hog": try_unix_hog}
 
 
 class Link:
@@ -411,8 +633,113 @@ PATHOLOGICAL = {
 }
 
 
+class OrderPredictor:
+    """The ``predict_order`` kind: what a bot can compute of the hidden join order."""
+
+    def __init__(self) -> None:
+        self.players: list[str] = []
+        self.game_id = ""
+        self.circle: tuple[int, ...] | None = None  # this game's circle at setup, once found
+        self.seen: dict[tuple[int, ...], list[int]] = {}  # setup circle -> the join order observed
+        self.predicted = self.observed = False
+
+    def new_game(self, message: dict) -> None:
+        self.players, self.game_id = list(message["players"]), message["game_id"]
+        self.circle, self.predicted, self.observed = None, False, False
+
+    def tell(self, route: str, **fields: object) -> None:
+        report("predict_order: " + json.dumps({"game": self.game_id, "route": route, **fields}))
+
+    def guessable_seeds(self) -> list[tuple[str, int]]:
+        """`arena play`'s (0 + game number, and nearby --seed values) and a tournament's
+        (pair_seed of base seeds near the default 1, both orders of the names, pairs 0..63)."""
+        from arena.tournament.schedule import pair_seed
+
+        seeds = [("play", s) for s in range(256)]
+        names = sorted(self.players)
+        for base in range(4):
+            for pairing in (tuple(names), tuple(names[::-1])):
+                seeds += [("tournament", pair_seed(base, pairing, k)) for k in range(64)]  # type: ignore[arg-type]
+        return seeds
+
+    def move_request(self, state: GameState) -> None:
+        rules = state.ruleset
+        late = set(rules.late_patch_ids)
+        if not late:
+            return
+        placed = {entry[0] for side in state.placed for entry in side}
+        if not self.predicted and state.reserve:
+            self.predicted = True
+            for route, seed in self.guessable_seeds():
+                setup = GameState.new(seed, ruleset=rules)
+                left = [pid for pid in setup.circle if pid not in placed]
+                if _rotation_of(left, state.circle):
+                    self.circle = tuple(setup.circle)
+                    self.tell("seed", how=route, seed=seed, order=setup.reserve)
+                    break
+            else:
+                self.tell("seed", how=None)
+            if self.circle is not None and self.circle in self.seen:
+                known = self.seen[self.circle]
+                guess = known + sorted(late - set(known))
+                self.tell("pair", order=guess)
+        if not self.observed and not state.reserve:
+            self.observed = True
+            order = _joined_order(state.circle, late)
+            self.tell("observed", order=order)
+            if self.circle is not None and order and self.circle not in self.seen:
+                self.seen[self.circle] = order
+
+
+def _rotation_of(items: list[int], circle: list[int]) -> bool:
+    return len(items) == len(circle) and any(items[i:] + items[:i] == circle for i in range(len(items)))
+
+
+def _joined_order(circle: list[int], late: set[int]) -> list[int]:
+    """The stuff tiles still in the circle, in the order they joined: cyclically, the run of
+    them that follows the last stack tile ([] when no stack tile is left to tell)."""
+    stack = [i for i, pid in enumerate(circle) if pid not in late]
+    if not stack:
+        return []
+    start = stack[-1] + 1
+    turned = circle[start:] + circle[:start]
+    return [pid for pid in turned if pid in late]
+
+
+class SpinAfterReply:
+    """The ``spin_after_reply`` kind: a helper spins forever; the bot reads the helper's CPU
+    clock (clock_gettime of another process's CPU clock) before each reply and when the next
+    request comes, which bounds what the helper computed while the bot waited (it includes the
+    moment from the thaw until the bot reads the request)."""
+
+    def __init__(self) -> None:
+        self.helper = os.fork()
+        if self.helper == 0:
+            while True:
+                pass
+        self.clock = ((~self.helper) << 3) | 2  # CPUCLOCK_SCHED of a process (linux/posix-timers.h)
+        self.mark: tuple[float, float] | None = (time.clock_gettime(self.clock), time.monotonic())
+        self.first = True
+
+    def request(self) -> None:
+        if self.mark is not None:
+            used_ms = (time.clock_gettime(self.clock) - self.mark[0]) * 1000
+            wall_ms = (time.monotonic() - self.mark[1]) * 1000
+            report("spin_after_reply: " + json.dumps({"wait": "start" if self.first else "move",
+                                                      "helper_cpu_ms": round(used_ms, 3),
+                                                      "wall_ms": round(wall_ms, 3)}))
+        self.first = False
+        self.mark = None
+
+    def replying(self) -> None:
+        self.mark = (time.clock_gettime(self.clock), time.monotonic())
+
+
 def move_reply(seq: int, state: GameState) -> dict:
-    return {"type": "move", "seq": seq, "move": state.legal_moves()[0].to_json(state.ruleset.cols)}
+    moves = state.legal_moves()
+    if KIND == "predict_order":  # buys when it can, so that the stuff tiles join before the end
+        moves = [m for m in moves if m.to_json(state.ruleset.cols)["action"] == "buy"] or moves
+    return {"type": "move", "seq": seq, "move": moves[0].to_json(state.ruleset.cols)}
 
 
 def main() -> None:
@@ -447,6 +774,8 @@ def main() -> None:
             os._exit(0)
     if KIND in ATTEMPTS:
         ATTEMPTS[KIND]()
+    predictor = OrderPredictor() if KIND == "predict_order" else None
+    spinner = SpinAfterReply() if KIND == "spin_after_reply" else None
     if KIND == "spin_helpers":
         for _ in range(int(ARGS[0])):
             if os.fork() == 0:
@@ -469,11 +798,19 @@ def main() -> None:
             end = time.process_time() + float(ARGS[0])
             while time.process_time() < end:
                 pass
+        if message["type"] == "new_game" and predictor is not None:
+            predictor.new_game(message)
         if message["type"] != "move_request":
             continue
+        if spinner is not None:
+            spinner.request()
         seq = message["seq"]
         state = GameState.from_json(message["state"])
         moves_made += 1
+        if predictor is not None:
+            predictor.move_request(state)
+        if spinner is not None:
+            spinner.replying()
         if moves_made < TRIGGER_MOVE:
             link.send(move_reply(seq, state))
             continue
@@ -572,7 +909,8 @@ def main() -> None:
                 time.sleep(float(ARGS[0]))
             link.send(move_reply(seq, state))
         elif KIND in ("forks", "setsid_daemon", "bad_hello", "recorder", "cpu_per_game",
-                      "spin_helpers", "reconnect_per_game", "lingers") or KIND in ATTEMPTS:
+                      "spin_helpers", "reconnect_per_game", "lingers", "predict_order",
+                      "spin_after_reply") or KIND in ATTEMPTS:
             link.send(move_reply(seq, state))
         elif KIND == "bridge_forge":  # ZeroMQ: write a frame of the bridge's own into its pipe
             import struct

@@ -133,6 +133,23 @@ def test_templates_ship_in_the_package() -> None:
     assert sorted(p.name for p in root.iterdir()) == sorted(f"{sid}.html" for sid, _ in PAGE_ORDER)
 
 
+@pytest.mark.parametrize(("bots", "sample", "shown"), [(8, 6, 8), (8, 4, 8), (8, 3, 6), (3, 6, 3)])
+def test_sampled_replays_show_every_bot_when_the_sample_allows(bots: int, sample: int, shown: int) -> None:
+    """A round robin in name order: the first pairings' games were all bot a's."""
+    import itertools
+
+    from arena.report.stats import replay_selection
+
+    names = [chr(ord("a") + n) for n in range(bots)]
+    rows = [{"idx": i, "game_id": f"g{i}", "seat0": x, "seat1": y, "reason": "normal", "winner_name": x,
+             "score0": 1, "score1": 0, "moves": 20, "detail": ""}
+            for i, (x, y) in enumerate(p for p in itertools.combinations(names, 2) for _ in range(2))]
+    picked = replay_selection(pd.DataFrame(rows), sample)
+    assert len(picked) == min(sample, len(rows)) and set(picked["why"]) == {"sample"}
+    assert len(set(picked["seat0"]) | set(picked["seat1"])) == shown, picked
+    assert picked["idx"].is_monotonic_increasing
+
+
 # ------------------------------------------------------------------ the formats' sections
 def format_data(fmt: str, names: tuple[str, ...], cut: int | None = None, **plan: int) -> ReportData:
     """The frames of a Swiss or knockout run played by a scheduler (the later name always wins),

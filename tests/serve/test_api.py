@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from arena.serve.app import BodyLimit, Events, create_app
-from arena.serve.service import Arena, Options
+from arena.serve.service import Arena
 from arena.serve.store import hash_token
+from tests.serve.helpers import ORGANIZER, add_author, api_client, bearer
 
-ORGANIZER = "pwa_organizer-token-for-tests"
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[TestClient, Arena]]:
+    with api_client(tmp_path, max_upload_bytes=50_000) as both:
+        yield both
 
 
 def archive(name: str, extra: dict[str, bytes] | None = None, *, manifest_name: str | None = None) -> bytes:
@@ -34,29 +38,6 @@ def archive(name: str, extra: dict[str, bytes] | None = None, *, manifest_name: 
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[tuple[TestClient, Arena]]:
-    arena = Arena(Options(data=tmp_path, sandbox="none", house_bots=("random",)))
-    app = create_app(
-        arena, Events(), uploads_per_hour=3, max_upload_bytes=50_000, organizer_hash=hash_token(ORGANIZER)
-    )
-    with TestClient(BodyLimit(app, 50_000)) as client:
-        yield client, arena
-    arena.close()
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def add_author(client: TestClient, name: str) -> str:
-    answer = client.post("/api/authors", json={"name": name}, headers=bearer(ORGANIZER))
-    assert answer.status_code == 201, answer.text
-    token = answer.json()["token"]
-    assert token.startswith("pwa_")
-    return token
 
 
 def upload(client: TestClient, token: str | None, name: str, data: bytes):  # type: ignore[no-untyped-def]
@@ -203,3 +184,46 @@ def test_the_organizer_pauses_and_quarantines(api: tuple[TestClient, Arena]) -> 
     assert client.post("/api/bots/random/quarantine", headers=bearer(ORGANIZER)).status_code == 200
     assert client.get("/api/bots/random").json()["quarantined"] is True
     assert [row["bot"] for row in client.get("/api/leaderboard").json()] == []
+
+
+def test_checks_go_one_at_a_time_taking_authors_in_turn(api: tuple[TestClient, Arena]) -> None:
+    """Red team: one author's pile of slow uploads held another author's upload in the queue
+    until it timed out. Checks now go to the host one at a time, authors in turn."""
+    import io
+    import json
+    from types import SimpleNamespace
+
+    client, arena = api
+    sent = io.StringIO()
+    arena._host = SimpleNamespace(stdin=sent)  # type: ignore[assignment]
+    dave, erin = add_author(client, "dave"), add_author(client, "erin")
+    ids = [
+        upload(client, dave, "pile", archive("pile", {"n": str(i).encode()})).json()["id"] for i in range(3)
+    ]
+    erins = upload(client, erin, "honest", archive("honest")).json()["id"]
+
+    def checks() -> list[int]:
+        return [m["version"] for m in map(json.loads, sent.getvalue().splitlines()) if m["op"] == "check"]
+
+    assert checks() == [ids[0]]  # one at a time
+    order = [ids[0]]
+    for _ in range(3):
+        arena._on_host({"op": "checked", "version": order[-1], "ok": False, "problems": ["x"]})
+        order = checks()
+    arena._host = None
+    assert order == [ids[0], erins, ids[1], ids[2]]
+
+
+def test_an_authors_storage_is_bounded(api: tuple[TestClient, Arena]) -> None:
+    """Red team: 20 uploads an hour of archives unpacking to 200 MB each grew the disk by 4 GB an
+    hour per author. What an author's versions hold unpacked is now capped."""
+    client, arena = api
+    arena.options.max_author_bytes = 30_000
+    alice = add_author(client, "alice")
+    first = upload(client, alice, "big", archive("big", {"blob": b"x" * 20_000}))
+    assert first.status_code == 201
+    quota = client.get("/api/me", headers=bearer(alice)).json()["quota"]
+    assert quota["storage_bytes"] > 20_000 and quota["storage_max_bytes"] == 30_000
+    over = upload(client, alice, "big", archive("big", {"blob": b"y" * 20_000}))
+    assert over.status_code == 413 and "storage quota" in over.json()["detail"]
+    assert len(client.get("/api/bots/big").json()["versions"]) == 1

@@ -167,16 +167,13 @@ def game_count(server: Server) -> int:
 
 
 @pytest.fixture
-def data() -> Iterator[Path]:
-    """A data folder the web process (nobody, once it drops root) can reach: pytest's own
-    temporary folders are root's alone (0700)."""
-    root = Path(tempfile.mkdtemp(prefix="arena-serve-test-"))
-    root.chmod(0o755)
-    folder = root / "arena"
+def data(tmp_path: Path) -> Iterator[Path]:
+    """The data folder, in pytest's own temporary folder, which is root's alone (0700): the web
+    process, once it runs as nobody, reaches it through a private bind mount."""
+    folder = tmp_path / "arena"
     yield folder
     for line in leftovers(folder):  # never leave a server behind, whatever failed
         os.kill(int(line.split(":")[0]), signal.SIGKILL)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) -> None:
@@ -326,3 +323,64 @@ def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) ->
     assert ratings.returncode == 0 and "alpha.v2" in ratings.stdout, ratings.stderr
     exported_ratings = arena("ratings", str(export))
     assert exported_ratings.returncode == 0 and "alpha.v2" in exported_ratings.stdout, exported_ratings.stderr
+
+
+def test_a_slow_build_does_not_hold_up_the_ladder(data: Path, tmp_path: Path) -> None:
+    """Red team: a version whose build takes minutes stopped every game while the ladder built
+    it, at each lineup change. Versions are now built once, in the background."""
+    server = Server(data, "--sandbox", "none")
+    server.start()
+    try:
+        token_file = data / "organizer.token"
+        added = arena("author", "add", "slowpoke", "--server", server.url, "--token-file", str(token_file))
+        token = added.stdout.split()[-1]
+        bot = python_bot(tmp_path / "bots", "slowbuild")
+        manifest = bot / "bot.toml"
+        manifest.write_text(manifest.read_text() + 'build = "sleep 20"\n')
+        done = arena("upload", str(bot), "--server", server.url, "--wait", env={"ARENA_TOKEN": token})
+        assert done.returncode == 0 and "active" in done.stdout, done.stdout + done.stderr
+        before = game_count(server)
+        time.sleep(12)  # the ladder is building it now (20 s): the house bots play on meanwhile
+        during = game_count(server)
+        assert during >= before + 5, (before, during)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            counts = {row["bot"]: row["games"] for row in server.get("/api/leaderboard").json()}
+            if counts.get("slowbuild", 0) > 0:
+                break
+            time.sleep(1)
+        assert counts.get("slowbuild", 0) > 0  # and once built, it plays
+    finally:
+        server.stop()
+
+
+def test_connections_that_send_no_request_are_closed(data: Path) -> None:
+    """Red team: 2,000 connections that sent nothing (or half a request head) held every
+    slot of the server for good; each is now closed after HEAD_TIMEOUT_S."""
+    from arena.serve.server import HEAD_TIMEOUT_S
+
+    server = Server(data, "--sandbox", "none", "--house-bots", "")
+    server.start()
+    idle = []
+    try:
+        for number in range(300):
+            sock = socket.create_connection(("127.0.0.1", server.port))
+            if number % 2:
+                sock.sendall(b"GET /api/ladder HTTP/1.1\r\nHost: x\r\n")  # half a head
+            idle.append(sock)
+        time.sleep(HEAD_TIMEOUT_S + 3)
+        closed = 0
+        for sock in idle:
+            sock.settimeout(5)
+            try:
+                closed += sock.recv(1) == b""
+            except TimeoutError:  # still open: the server waits on it
+                pass
+            except OSError:  # reset: closed
+                closed += 1
+        assert closed == len(idle)
+        assert server.get("/api/ladder").status_code == 200
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()

@@ -12,9 +12,10 @@ from tests.soak import SHORT, SHORT_SAMPLES, soak
 @pytest.mark.slow
 def test_short_soak_accounts_for_every_game_and_leaves_nothing(tmp_path: Path) -> None:
     report = soak(50, kinds=SHORT, samples=SHORT_SAMPLES, concurrency=2, out=tmp_path / "soak",
-                  quiet=True, worker_kills=1)
+                  quiet=True, worker_kills=1, hidden_games=12)
     summary = "\n".join(report.lines())
     assert report.ok, summary
+    assert report.hidden and report.hidden[0].startswith("12 games;"), summary  # the Stack'n Stuff phase ran
     assert report.stored == report.scheduled >= 50
     # the fork bomb, the network prober, the SIGTERM ignorer, the keyring user, the
     # spinner and the snooping build play on (a slow fork may still cost one its move on a

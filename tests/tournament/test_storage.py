@@ -441,3 +441,19 @@ def test_games_jsonl_turned_into_a_folder_is_a_clear_error(config: TournamentCon
     path.rmdir()
     with ResultStore(config.out):
         assert jsonl_ids(config.out) == [s.game_id for s in specs[:2]]
+
+
+def test_hidden_key_is_made_once_and_kept(config: TournamentConfig) -> None:
+    """The secret of the hidden draws is made on first use and read back on a resume (the games
+    left draw as an uninterrupted run would); a read-only store never makes one."""
+    with ResultStore(config.out, create=True) as store:
+        key = store.hidden_key()
+        assert len(key) == 32 and store.hidden_key() == key
+    with ResultStore(config.out) as store:
+        assert store.hidden_key() == key
+    with ResultStore(config.out, readonly=True) as store:
+        assert store.hidden_key() == key
+    with sqlite3.connect(config.out / storage.DB_NAME) as conn:
+        conn.execute("UPDATE tournament SET value = 'zz' WHERE key = 'hidden_key'")
+    with ResultStore(config.out) as store, pytest.raises(ConfigError, match="hidden_key is not 32 bytes"):
+        store.hidden_key()

@@ -1,17 +1,20 @@
 "use strict";
 // The replay viewer of one game (arena/report/replay_html.py renders templates/replay.html,
-// which inlines this file). Everything it shows comes from the "game-data" JSON block:
-// states, moves, board, patches (see replay_data()). Text from the
-// record (bot names, info strings, failure details) is only ever set with textContent.
+// which inlines this file). Everything it shows comes from the "game-data" JSON block, or
+// (arena serve's game page) from the JSON at the body's data-replay address: states, moves,
+// board, patches (see replay_data()). Text from the record (bot names, info strings,
+// failure details) is only ever set with textContent.
+// A game in progress (D.result null) grows: window.arenaReplay.extend({from, moves, states,
+// result}) appends the moves made since, and a viewer showing the last move follows them.
 (function () {
-  const D = JSON.parse(document.getElementById("game-data").textContent);
+ function start(D) {
   const S = D.states, M = D.moves, B = D.board, P = D.patches;
   const NS = "http://www.w3.org/2000/svg";
   const SEAT = ["var(--p0)", "var(--p1)"];
   const SEAT_HEX = ["#e8590c", "#5f3dc4"];
   const LEATHER = "#8d5524";
   const CELL = 26;
-  const N = S.length - 1;
+  let N = S.length - 1;
   let k = 0, timer = null;
 
   function el(tag, attrs, parent) {
@@ -55,16 +58,27 @@
   document.getElementById("meta").textContent = meta.join(" \u00b7 ");
   if (D.unverified) document.getElementById("meta").appendChild(h("div", "detail", D.unverified));
   const res = document.getElementById("result");
-  res.textContent = "Result: " + D.result.text +
-    (D.result.reason === "normal" ? "" : " (" + D.result.reason + ")");
-  if (D.result.detail) res.appendChild(h("div", "detail", D.result.detail));
-
   const list = document.getElementById("moves");
+  const end = h("li", "result");
+  list.appendChild(end);
+  function showResult() {
+    if (!D.result) {
+      res.textContent = "In progress: the moves appear as they are made.";
+      end.textContent = "game in progress";
+      return;
+    }
+    res.textContent = "Result: " + D.result.text +
+      (D.result.reason === "normal" ? "" : " (" + D.result.reason + ")");
+    if (D.result.detail) res.appendChild(h("div", "detail", D.result.detail));
+    end.textContent = D.result.text;
+  }
+  showResult();
+
   const items = [];
   const limit = D.time_control ? D.time_control.per_move_ms : null;
   const firstMs = D.time_control ? D.time_control.first_move_ms : null;
   const seen = [false, false];
-  M.forEach(function (m, i) {
+  function addMove(m, i) {
     const li = h("li");
     const who = h("span", "who", D.players[m.player]);
     who.style.color = SEAT[m.player];
@@ -79,11 +93,10 @@
     seen[m.player] = true;
     if (m.info) li.appendChild(h("span", "info", m.info));
     li.addEventListener("click", function () { go(i + 1); });
-    list.appendChild(li);
+    list.insertBefore(li, end);
     items.push(li);
-  });
-  const end = h("li", "result", D.result.text);
-  list.appendChild(end);
+  }
+  M.forEach(addMove);
 
   // ---------------------------------------------------------------- quilts
   // The four neighbours of a cell, each with the edge between them: [row, col, x1, y1, x2, y2].
@@ -319,12 +332,12 @@
     } else {
       last.textContent = "Starting position: " + D.players[D.first_player] + " moves first.";
     }
-    if (k === N) {
+    if (k === N && D.result) {
       last.appendChild(h("div", null, "Game over: " + D.result.text +
                          (D.result.detail ? " \u2014 " + D.result.detail : "")));
     }
     items.forEach(function (li, i) { li.classList.toggle("current", i === k - 1); });
-    end.classList.toggle("current", k === N);
+    end.classList.toggle("current", k === N && !!D.result);
     const cur = k > 0 ? items[k - 1] : null;
     if (cur) {
       const box = list.getBoundingClientRect(), r = cur.getBoundingClientRect();
@@ -355,7 +368,38 @@
     const keys = {ArrowRight: k + 1, ArrowDown: k + 1, ArrowLeft: k - 1, ArrowUp: k - 1, Home: 0, End: N,
                   PageDown: k + 10, PageUp: k - 10};
     if (e.key in keys) { e.preventDefault(); stop(); go(keys[e.key]); }
-    else if (e.key === " ") { e.preventDefault(); play(); }
+    else if (e.key === " " && !/^(BUTTON|A|INPUT|SELECT|TEXTAREA|SUMMARY)$/.test(e.target.tagName)) {
+      e.preventDefault();  // on a focused button or link, space keeps its own meaning
+      play();
+    }
   });
-  go(0);
+  function extend(more) {
+    if (more.from !== M.length) return false;  // not the next moves: the caller asks again
+    const follow = k === N;
+    more.moves.forEach(function (m) { M.push(m); addMove(m, M.length - 1); });
+    more.states.forEach(function (s) { S.push(s); });
+    N = S.length - 1;
+    slider.max = String(N);
+    if (more.result) D.result = more.result;
+    showResult();
+    go(follow ? N : k);
+    return true;
+  }
+  window.arenaReplay = {extend: extend, moves: function () { return M.length; },
+                        finished: function () { return !!D.result; }};
+  document.dispatchEvent(new Event("arenareplayready"));
+  go(D.result ? 0 : N);
+ }
+
+  const block = document.getElementById("game-data");
+  if (block) {
+    start(JSON.parse(block.textContent));
+  } else if (document.body.dataset.replay) {
+    fetch(document.body.dataset.replay, {credentials: "same-origin"})
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(start)
+      .catch(function (e) {
+        document.getElementById("result").textContent = "The game could not be loaded: " + e.message;
+      });
+  }
 })();

@@ -1,14 +1,17 @@
 /* A Patchwork bot for patchwork-arena, in C (C99 + POSIX), over stdio (JSON lines).
  *
  * The protocol is in protocol/PROTOCOL.md of the patchwork-arena repository (section 2
- * for stdio, section 5 for every message). This bot needs no JSON library and no move
- * generator: its hello asks the referee for the legal moves, and each answer copies one
- * of them verbatim. The small scanner below finds a top-level field of a message; use a
- * real JSON library (cJSON, jansson...) once your bot reads the state.
+ * for stdio, section 5 for every message). This bot needs no move generator: its hello asks
+ * the referee for the legal moves, and it answers with one of them. Each message is read
+ * whole (getline: a move_request with its legal moves can pass 80 KB) and parsed by json.c,
+ * the small parser beside this file (yours to keep or change). A strict build sees only the
+ * host's packages: a JSON library of your own choice goes in the bot folder (copy cJSON.c and
+ * cJSON.h here, add cJSON.c to the build line), see docs/compiled-bots.md.
  *
  * Rules of the road: one JSON message per line on stdout, flushed at once (stdout to a
  * pipe is fully buffered in C: fflush, or line buffering as below); log to stderr (the
- * arena keeps it in the bot's log); play games until "shutdown": one process plays many.
+ * arena keeps it in the bot's log); play games until "shutdown": one process plays many;
+ * ignore the message types you do not handle (welcome, and those of later versions).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -17,111 +20,112 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
+
 #define NAME "@NAME@"
+#define MAX_PATCHES 256
 
-/* The end of the JSON value that starts at p (after blanks), or NULL if malformed. */
-static const char *skip_value(const char *p) {
-    int depth = 0, in_string = 0;
-    while (*p == ' ' || *p == '\t') p++;
-    for (; *p; p++) {
-        if (in_string) {
-            if (*p == '\\' && p[1]) p++;
-            else if (*p == '"') {
-                in_string = 0;
-                if (depth == 0) return p + 1;
-            }
-        } else if (*p == '"') in_string = 1;
-        else if (*p == '{' || *p == '[') depth++;
-        else if (*p == '}' || *p == ']') {
-            if (depth == 0) return p; /* end of the enclosing container */
-            if (--depth == 0) return p + 1;
-        } else if (depth == 0 && (*p == ',' || *p == ' ' || *p == '\r' || *p == '\n')) return p;
+/* Each patch's costs and income, by id, from new_game's components. */
+static struct { int known, buttons_cost, time_cost, income; } patches[MAX_PATCHES];
+static int final_space = 53;
+
+static void read_components(const json *new_game) {
+    const json *components = json_get(new_game, "components");
+    const json *list = json_get(components, "patches");
+    final_space = (int)json_num(json_get(json_get(components, "time_board"), "final_space"));
+    memset(patches, 0, sizeof patches);
+    for (size_t i = 0; i < json_len(list); i++) {
+        const json *patch = json_at(list, i);
+        int id = (int)json_num(json_get(patch, "id"));
+        if (id < 0 || id >= MAX_PATCHES) continue;
+        patches[id].known = 1;
+        patches[id].buttons_cost = (int)json_num(json_get(patch, "buttons_cost"));
+        patches[id].time_cost = (int)json_num(json_get(patch, "time_cost"));
+        patches[id].income = (int)json_num(json_get(patch, "income"));
     }
-    return depth == 0 && !in_string ? p : NULL;
-}
-
-/* The value of the top-level field "key" of the object in msg (its length in *len). */
-static const char *field(const char *msg, const char *key, size_t *len) {
-    size_t key_len = strlen(key);
-    const char *p = strchr(msg, '{');
-    if (!p) return NULL;
-    p++;
-    for (;;) {
-        while (*p == ' ' || *p == ',' || *p == '\t') p++;
-        if (*p != '"') return NULL;
-        const char *name = p + 1;
-        const char *name_end = skip_value(p);
-        if (!name_end) return NULL;
-        p = name_end;
-        while (*p == ' ' || *p == ':') p++;
-        const char *end = skip_value(p);
-        if (!end) return NULL;
-        if ((size_t)(name_end - 1 - name) == key_len && strncmp(name, key, key_len) == 0) {
-            *len = (size_t)(end - p);
-            return p;
-        }
-        p = end;
-    }
-}
-
-/* Whether the top-level field "type" of msg is the string type. */
-static int is_type(const char *msg, const char *type) {
-    size_t len = 0;
-    const char *value = field(msg, "type", &len);
-    return value && len == strlen(type) + 2 && strncmp(value + 1, type, len - 2) == 0;
 }
 
 /* Your strategy goes here: the request's "state" is the position (PROTOCOL.md section 4)
- * and "legal_moves" every legal move. This one plays a random legal move; the result
- * points into request (its length in *len). */
-static const char *choose_move(const char *request, size_t *len) {
-    size_t list_len = 0;
-    const char *list = field(request, "legal_moves", &list_len);
-    const char *moves[2048];
-    size_t lengths[2048];
-    int count = 0;
-    if (!list || *list != '[') return NULL;
-    const char *p = list + 1;
-    while (count < 2048) {
-        while (*p == ' ' || *p == ',') p++;
-        if (*p != '{') break;
-        const char *end = skip_value(p);
-        if (!end) break;
-        moves[count] = p;
-        lengths[count++] = (size_t)(end - p);
-        p = end;
+ * and "legal_moves" every legal move. This one values a purchase by the cells it covers and
+ * the income it will pay over the rest of the game, less its price in buttons, per space
+ * of time it costs; it keeps a few buttons in hand, and advances when nothing is worth
+ * more (a random choice among equals). */
+static const json *choose_move(const json *request) {
+    const json *state = json_get(request, "state");
+    const json *moves = json_get(request, "legal_moves");
+    int seat = (int)json_num(json_get(state, "to_move"));
+    int buttons = (int)json_num(json_at(json_get(state, "buttons"), (size_t)seat));
+    int position = (int)json_num(json_at(json_get(state, "positions"), (size_t)seat));
+    double incomes_left = (final_space - position) / 6.0; /* income is paid about every 6 spaces */
+    const json *best = NULL;
+    double best_value = -1e9;
+    int ties = 0;
+    for (size_t i = 0; i < json_len(moves); i++) {
+        const json *move = json_at(moves, i);
+        double value = 0; /* advance, and a special patch's placement */
+        if (json_is(json_get(move, "action"), "buy")) {
+            int id = (int)json_num(json_get(move, "patch"));
+            if (id < 0 || id >= MAX_PATCHES || !patches[id].known) continue;
+            double cells = (double)json_len(json_get(move, "cells"));
+            double gain = 2 * cells + patches[id].income * incomes_left - patches[id].buttons_cost;
+            value = gain / (patches[id].time_cost > 0 ? patches[id].time_cost : 1);
+            if (buttons - patches[id].buttons_cost < 2) value -= 1; /* keep a few buttons */
+        }
+        if (value > best_value) {
+            best = move;
+            best_value = value;
+            ties = 1;
+        } else if (value == best_value && rand() % ++ties == 0) {
+            best = move;
+        }
     }
-    if (count == 0) return NULL;
-    int pick = rand() % count;
-    *len = lengths[pick];
-    return moves[pick];
+    return best;
 }
 
 int main(void) {
     char *line = NULL;
     size_t cap = 0;
+    char *move_text = NULL;
+    size_t move_cap = 0;
     setvbuf(stdout, NULL, _IOLBF, 0); /* every line is sent at once */
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
-    printf("{\"type\":\"hello\",\"name\":\"%s\",\"version\":\"0.1\",\"protocol\":1,"
+    printf("{\"type\":\"hello\",\"name\":\"%s\",\"version\":\"0.2\",\"protocol\":1,"
            "\"capabilities\":{\"legal_moves\":true}}\n", NAME);
-    while (getline(&line, &cap, stdin) > 0) { /* end of input: the referee is gone */
-        if (is_type(line, "move_request")) {
-            size_t seq_len = 0, move_len = 0;
-            const char *seq = field(line, "seq", &seq_len);
-            const char *move = choose_move(line, &move_len);
-            if (!seq || !move) {
-                printf("{\"type\":\"error\",\"message\":\"cannot read this move_request\"}\n");
+    while (getline(&line, &cap, stdin) > 0) { /* the whole line, however long; end: the referee is gone */
+        json *message = json_parse(line);
+        const json *type = json_get(message, "type");
+        if (!message) {
+            fprintf(stderr, "not JSON: %.200s\n", line);
+        } else if (json_is(type, "move_request")) {
+            const json *move = choose_move(message);
+            if (!move) {
+                printf("{\"type\":\"error\",\"message\":\"no move to choose in this move_request\"}\n");
+                json_free(message);
                 break;
             }
-            printf("{\"type\":\"move\",\"seq\":%.*s,\"move\":%.*s}\n", (int)seq_len, seq,
-                   (int)move_len, move);
-        } else if (is_type(line, "shutdown")) {
-            break;
-        } else if (is_type(line, "new_game") || is_type(line, "game_over") || is_type(line, "error")) {
+            size_t need = json_write(move, NULL, 0) + 1;
+            if (need > move_cap) {
+                free(move_text);
+                move_text = malloc(move_cap = need);
+                if (!move_text) return 1;
+            }
+            json_write(move, move_text, move_cap);
+            printf("{\"type\":\"move\",\"seq\":%.0f,\"move\":%s}\n", json_num(json_get(message, "seq")),
+                   move_text);
+        } else if (json_is(type, "new_game")) {
+            read_components(message);
+            fprintf(stderr, "new game %s, seat %.0f\n", json_str(json_get(message, "game_id")),
+                    json_num(json_get(message, "seat")));
+        } else if (json_is(type, "game_over") || json_is(type, "error")) {
             size_t len = strlen(line);
             fprintf(stderr, "%.*s%s", (int)(len > 300 ? 300 : len), line, len > 300 ? "...\n" : "");
+        } else if (json_is(type, "shutdown")) {
+            json_free(message);
+            break;
         } /* welcome, and types added by later versions: nothing to do */
+        json_free(message);
     }
+    free(move_text);
     free(line);
     return 0;
 }

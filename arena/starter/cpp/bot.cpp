@@ -1,97 +1,76 @@
 // A Patchwork bot for patchwork-arena, in C++17, over stdio (JSON lines).
 //
 // The protocol is in protocol/PROTOCOL.md of the patchwork-arena repository (section 2
-// for stdio, section 5 for every message). This bot needs no JSON library and no move
-// generator: its hello asks the referee for the legal moves, and each answer copies one
-// of them verbatim. The small scanner below finds a top-level field of a message; use a
-// real JSON library (nlohmann/json, RapidJSON...) once your bot reads the state.
+// for stdio, section 5 for every message). This bot needs no move generator: its hello asks
+// the referee for the legal moves, and it answers with one of them. Each message is read
+// whole (std::getline into a std::string: a move_request with its legal moves can pass
+// 80 KB) and parsed by json.hpp, the small parser beside this file (yours to keep or change).
+// A strict build sees only the host's packages: a JSON library of your own choice goes in
+// the bot folder (nlohmann/json's single json.hpp, say), see docs/compiled-bots.md.
 //
 // Rules of the road: one JSON message per line on stdout, flushed at once (std::endl or
 // std::flush: an unflushed move never arrives); log to std::cerr (the arena keeps it in the
-// bot's log); play games until "shutdown": one process plays many games.
+// bot's log); play games until "shutdown": one process plays many games; ignore the message
+// types you do not handle (welcome, and those of later versions).
 #include <iostream>
-#include <optional>
+#include <map>
 #include <random>
 #include <string>
-#include <string_view>
-#include <vector>
+
+#include "json.hpp"
 
 static const char *const NAME = "@NAME@";
 
 namespace {
 
-// The length of the JSON value at the start of s (after blanks skipped by the caller).
-std::optional<size_t> value_length(std::string_view s) {
-    int depth = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        char c = s[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') {
-                in_string = false;
-                if (depth == 0) return i + 1;
-            }
-        } else if (c == '"') in_string = true;
-        else if (c == '{' || c == '[') ++depth;
-        else if (c == '}' || c == ']') {
-            if (depth == 0) return i;  // the end of the enclosing container
-            if (--depth == 0) return i + 1;
-        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\r' || c == '\n')) return i;
-    }
-    if (depth == 0 && !in_string) return s.size();
-    return std::nullopt;
-}
-
-size_t skip_blanks(std::string_view s, size_t i, std::string_view blanks = " \t\r\n") {
-    while (i < s.size() && blanks.find(s[i]) != std::string_view::npos) ++i;
-    return i;
-}
-
-// The raw text of the top-level field `key` of the JSON object in msg.
-std::optional<std::string_view> field(std::string_view msg, std::string_view key) {
-    size_t i = skip_blanks(msg, 0);
-    if (i >= msg.size() || msg[i] != '{') return std::nullopt;
-    ++i;
-    for (;;) {
-        i = skip_blanks(msg, i, " \t\r\n,");
-        if (i >= msg.size() || msg[i] != '"') return std::nullopt;
-        auto name_len = value_length(msg.substr(i));
-        if (!name_len) return std::nullopt;
-        std::string_view name = msg.substr(i + 1, *name_len - 2);
-        i = skip_blanks(msg, i + *name_len, " \t\r\n:");
-        auto len = value_length(msg.substr(i));
-        if (!len) return std::nullopt;
-        if (name == key) return msg.substr(i, *len);
-        i += *len;
-    }
-}
-
-// The elements of a JSON array given as raw text.
-std::vector<std::string_view> elements(std::string_view array) {
-    std::vector<std::string_view> out;
-    if (array.empty() || array[0] != '[') return out;
-    size_t i = 1;
-    for (;;) {
-        i = skip_blanks(array, i, " \t\r\n,");
-        if (i >= array.size() || array[i] == ']') return out;
-        auto len = value_length(array.substr(i));
-        if (!len || *len == 0) return out;
-        out.push_back(array.substr(i, *len));
-        i += *len;
-    }
-}
-
+struct Patch {
+    int buttons_cost, time_cost, income;
+};
+std::map<int, Patch> patches;  // by id, from new_game's components
+int final_space = 53;
 std::mt19937 rng{std::random_device{}()};
 
+void read_components(const Json &new_game) {
+    const Json &components = new_game["components"];
+    final_space = int(components["time_board"]["final_space"].num());
+    patches.clear();
+    for (const Json &patch : components["patches"].items())
+        patches[int(patch["id"].num())] = {int(patch["buttons_cost"].num()), int(patch["time_cost"].num()),
+                                           int(patch["income"].num())};
+}
+
 // Your strategy goes here: the request's "state" is the position (PROTOCOL.md section 4)
-// and "legal_moves" every legal move. This one plays a random legal move.
-std::optional<std::string_view> choose_move(std::string_view request) {
-    auto list = field(request, "legal_moves");
-    if (!list) return std::nullopt;
-    auto moves = elements(*list);
-    if (moves.empty()) return std::nullopt;
-    return moves[std::uniform_int_distribution<size_t>(0, moves.size() - 1)(rng)];
+// and "legal_moves" every legal move. This one values a purchase by the cells it covers and
+// the income it will pay over the rest of the game, less its price in buttons, per space
+// of time it costs; it keeps a few buttons in hand, and advances when nothing is worth
+// more (a random choice among equals).
+const Json *choose_move(const Json &request) {
+    const Json &state = request["state"];
+    size_t seat = size_t(state["to_move"].num());
+    int buttons = int(state["buttons"][seat].num());
+    double incomes_left = (final_space - state["positions"][seat].num()) / 6.0;  // paid about every 6 spaces
+    const Json *best = nullptr;
+    double best_value = -1e9;
+    int ties = 0;
+    for (const Json &move : request["legal_moves"].items()) {
+        double value = 0;  // advance, and a special patch's placement
+        if (move["action"].is("buy")) {
+            auto found = patches.find(int(move["patch"].num()));
+            if (found == patches.end()) continue;
+            const Patch &patch = found->second;
+            double gain = 2.0 * move["cells"].size() + patch.income * incomes_left - patch.buttons_cost;
+            value = gain / (patch.time_cost > 0 ? patch.time_cost : 1);
+            if (buttons - patch.buttons_cost < 2) value -= 1;  // keep a few buttons
+        }
+        if (value > best_value) {
+            best = &move;
+            best_value = value;
+            ties = 1;
+        } else if (value == best_value && std::uniform_int_distribution<int>(0, ties++)(rng) == 0) {
+            best = &move;
+        }
+    }
+    return best;
 }
 
 }  // namespace
@@ -99,22 +78,31 @@ std::optional<std::string_view> choose_move(std::string_view request) {
 int main() {
     std::ios::sync_with_stdio(false);
     std::cout << R"({"type":"hello","name":")" << NAME
-              << R"(","version":"0.1","protocol":1,"capabilities":{"legal_moves":true}})" << std::endl;
+              << R"(","version":"0.2","protocol":1,"capabilities":{"legal_moves":true}})" << std::endl;
     std::string line;
-    while (std::getline(std::cin, line)) {  // end of input: the referee is gone
-        auto type = field(line, "type").value_or("");
-        if (type == "\"move_request\"") {
-            auto seq = field(line, "seq");
-            auto move = choose_move(line);
-            if (!seq || !move) {
-                std::cout << R"({"type":"error","message":"cannot read this move_request"})" << std::endl;
+    while (std::getline(std::cin, line)) {  // the whole line, however long; end: the referee is gone
+        auto message = Json::parse(line);
+        if (!message) {
+            std::cerr << "not JSON: " << line.substr(0, 200) << std::endl;
+            continue;
+        }
+        const Json &type = (*message)["type"];
+        if (type.is("move_request")) {
+            const Json *move = choose_move(*message);
+            if (!move) {
+                std::cout << R"({"type":"error","message":"no move to choose in this move_request"})" << std::endl;
                 return 1;
             }
-            std::cout << R"({"type":"move","seq":)" << *seq << R"(,"move":)" << *move << "}" << std::endl;
-        } else if (type == "\"shutdown\"") {
-            return 0;
-        } else if (type == "\"new_game\"" || type == "\"game_over\"" || type == "\"error\"") {
+            std::cout << R"({"type":"move","seq":)" << (*message)["seq"].dump() << R"(,"move":)" << move->dump()
+                      << "}" << std::endl;
+        } else if (type.is("new_game")) {
+            read_components(*message);
+            std::cerr << "new game " << (*message)["game_id"].str() << ", seat " << (*message)["seat"].dump()
+                      << std::endl;
+        } else if (type.is("game_over") || type.is("error")) {
             std::cerr << line.substr(0, 300) << (line.size() > 300 ? "..." : "") << std::endl;
+        } else if (type.is("shutdown")) {
+            return 0;
         }  // welcome, and types added by later versions: nothing to do
     }
     return 0;
