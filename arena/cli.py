@@ -605,8 +605,8 @@ def check_bot(bot: Path, games: int, logs: Path | None, seed: int, per_move_ms: 
               help="Gauntlet: an entrant that plays everyone else (repeatable).")
 @click.option("--rounds", type=int, help="Swiss: the rounds (default: log2 of the entrants, rounded up).")
 @click.option("--games", type=int,
-              help=f"Games per pairing, or per knockout match (even: seat-swapped pairs; default {TOURNAMENT_DEFAULTS['games']}, "
-                   f"the demo {DEMO_DEFAULTS['games']}).")
+              help=f"Games per pairing, or per knockout match (even: seat-swapped pairs; default "
+                   f"{TOURNAMENT_DEFAULTS['games']}, the demo {DEMO_DEFAULTS['games']}).")
 @click.option("--seed", type=int, help=f"Base seed; every game seed derives from it (default "
                                        f"{TOURNAMENT_DEFAULTS['seed']}).")
 @click.option("--concurrency", type=int,
