@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from arena import __version__
-from arena.engine import EDITIONS
-from arena.engine.components import GAMES
+from arena.engine.components import GAME_EDITIONS, GAMES
 from arena.errors import ArenaError
 from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
 from arena.launch.launcher import Launcher
 from arena.tournament.config import DEFAULTS as TOURNAMENT_DEFAULTS
 from arena.tournament.config import (
     DEMO_DEFAULTS,
+    FORMATS,
     MAX_CONCURRENCY,
     MAX_SCHEDULED_GAMES,
     MAX_TIME_MS,
@@ -261,7 +261,8 @@ EDITION_HELP = "Patchwork: revised (default) or original; stack-n-stuff: standar
 
 def _edition_option(func):  # type: ignore[no-untyped-def]
     """--edition, as run-tournament takes it: refused for a game without that edition."""
-    return click.option("--edition", type=click.Choice([*EDITIONS, "standard"]), help=EDITION_HELP)(func)
+    every = list(dict.fromkeys(e for editions in GAME_EDITIONS.values() for e in editions))
+    return click.option("--edition", type=click.Choice(every), help=EDITION_HELP)(func)
 
 
 def _ruleset(game: str, edition: str | None, components_file: Path | None):  # type: ignore[no-untyped-def]
@@ -598,12 +599,14 @@ def check_bot(bot: Path, games: int, logs: Path | None, seed: int, per_move_ms: 
 @click.option("--bots", "entrants", multiple=True, type=EntrantsPath(),
               help="A bot folder, a folder of bot folders, or a sample bot's name (repeatable).")
 @click.option("--name", help="Tournament name (results go to results/<name>).")
-@click.option("--format", "format_", type=click.Choice(["round-robin", "gauntlet"]))
+@click.option("--format", "format_", type=click.Choice(FORMATS),
+              help="round-robin (default), gauntlet, swiss or knockout (docs/formats.md).")
 @click.option("--challenger", "challengers", multiple=True,
               help="Gauntlet: an entrant that plays everyone else (repeatable).")
+@click.option("--rounds", type=int, help="Swiss: the rounds (default: log2 of the entrants, rounded up).")
 @click.option("--games", type=int,
-              help=f"Games per pairing (even: seat-swapped pairs; default {TOURNAMENT_DEFAULTS['games']}, "
-                   f"the demo {DEMO_DEFAULTS['games']}).")
+              help=f"Games per pairing, or per knockout match (even: seat-swapped pairs; default "
+                   f"{TOURNAMENT_DEFAULTS['games']}, the demo {DEMO_DEFAULTS['games']}).")
 @click.option("--seed", type=int, help=f"Base seed; every game seed derives from it (default "
                                        f"{TOURNAMENT_DEFAULTS['seed']}).")
 @click.option("--concurrency", type=int,
@@ -625,8 +628,9 @@ def check_bot(bot: Path, games: int, logs: Path | None, seed: int, per_move_ms: 
 @_sandbox_option(None)
 @click.option("--pondering/--no-pondering", default=None, help=_PONDERING_HELP + " Key: pondering.")
 def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...], name: str | None,
-                           format_: str | None, challengers: tuple[str, ...], games: int | None,
-                           seed: int | None, concurrency: int | None, per_move_ms: int | None,
+                           format_: str | None, challengers: tuple[str, ...], rounds: int | None,
+                           games: int | None, seed: int | None, concurrency: int | None,
+                           per_move_ms: int | None,
                            bank_ms: int | None, first_move_ms: int | None, edition: str | None,
                            game: str | None, components_file: Path | None, out: Path | None,
                            dask_address: str | None, sandbox: str | None, pondering: bool | None) -> None:
@@ -642,7 +646,8 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
 
     config = load_config(config_file, {
         "entrants": list(entrants), "name": name, "format": format_, "challengers": list(challengers),
-        "games": games, "seed": seed, "concurrency": concurrency, "per_move_ms": per_move_ms,
+        "rounds": rounds, "games": games, "seed": seed, "concurrency": concurrency,
+        "per_move_ms": per_move_ms,
         "bank_ms": bank_ms, "first_move_ms": first_move_ms, "edition": edition, "out": out,
         "game": game, "components": components_file, "sandbox": sandbox,
         "pondering": pondering})
@@ -650,7 +655,7 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         click.echo(f"note: {config.ruleset().unverified}", err=True)
     click.echo(for_terminal(  # the name quoted: the default one read "tournament tournament (patchwork)"
         f'tournament "{config.name}" ({config.game}, {config.format}): {len(config.entrants)} entrants '
-        f"({', '.join(config.names)}), {config.games} games per pairing, concurrency {config.concurrency}"
+        f"({', '.join(config.names)}), " + _games_line(config) + f", concurrency {config.concurrency}"
         + (f", Dask at {dask_address}" if dask_address else "") + f"; results in {config.out}",
         newlines=False))
     click.echo(f"time control: {config.per_move_ms} ms a move, a bank of {config.bank_ms} ms, "
@@ -697,6 +702,14 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         _echo_failures(failed, config.out, on_dask=bool(dask_address))
     if summary.interrupted:
         raise SystemExit(130)
+
+
+def _games_line(config) -> str:  # type: ignore[no-untyped-def]
+    if config.format == "swiss":
+        return f"{config.rounds} rounds of 2-game pairings"
+    if config.format == "knockout":
+        return f"{config.games} games per match"
+    return f"{config.games} games per pairing"
 
 
 def _say_stopped(config, display: ProgressDisplay) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,12 @@ from arena.errors import ConfigError
 
 Edition = Literal["revised", "original"]
 EDITIONS: tuple[Edition, ...] = ("revised", "original")
-GAMES: tuple[str, ...] = ("patchwork", "stack-n-stuff")
+GameName = Literal["patchwork", "stack-n-stuff"]
+GAME_EDITIONS: dict[str, tuple[str, ...]] = {"patchwork": EDITIONS, "stack-n-stuff": ("standard",)}
+"""The games arena plays and their editions (the first one is the default): the one list the
+CLI's --game choices, the tournament schema's ``game`` values, the protocol's ``ruleset``
+type and every edition check come from (the shipped JSON schemas are checked against it)."""
+GAMES: tuple[str, ...] = tuple(GAME_EDITIONS)
 UNVERIFIED_NOTE = ("Stack'n Stuff components are UNVERIFIED: the official tile list is not published; "
                    "this is Patchwork Express data from one public source, used as a proxy.")
 
@@ -257,7 +262,7 @@ def ruleset_for(game: str = "patchwork", edition: str | None = None,
             raise ConfigError("custom components are supported for stack-n-stuff only")
         return patchwork(edition or "revised")
     if game == "stack-n-stuff":
-        if edition not in (None, "standard"):
+        if edition not in (None, *GAME_EDITIONS[game]):
             raise ConfigError(f"stack-n-stuff has no edition {edition!r} (only 'standard')")
         if components is None:
             return _default_stack_n_stuff()

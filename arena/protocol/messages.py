@@ -12,6 +12,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from arena import __version__
 from arena.engine import GameState, Ruleset, Termination
+from arena.engine.components import GameName
 from arena.protocol.constants import PROTOCOL_VERSION
 
 ERROR_MESSAGE_CHARS = 1000
@@ -48,7 +49,7 @@ class PlacedJSON(TypedDict):
 class StateJSON(TypedDict):
     """``GameState.to_json()``; see PROTOCOL.md for the meaning of each field."""
 
-    ruleset: Literal["patchwork", "stack-n-stuff"]
+    ruleset: GameName
     edition: Literal["revised", "original", "standard"]
     seed: int | None
     first_player: int
@@ -170,7 +171,7 @@ class NewGameMessage(TypedDict):
     type: Literal["new_game"]
     game_id: str
     seat: int
-    ruleset: Literal["patchwork", "stack-n-stuff"]
+    ruleset: GameName
     edition: Literal["revised", "original", "standard"]
     time_control: TimeControlJSON
     players: list[str]

@@ -23,7 +23,7 @@ from arena.errors import ArenaError, ConfigError, RecordError
 from arena.report import plots, stats
 from arena.report.render import render
 from arena.report.replay_html import replay_html
-from arena.report.sections import SECTIONS, Part, ReportData, Section
+from arena.report.sections import SECTIONS, Part, ReportData, Section, sections_for
 from arena.untrusted import csv_frame, file_name, inside
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,11 @@ def load_results(folder: Path, *, want_records: Callable[[pd.DataFrame], set[str
 
             stored_config = TournamentConfig.from_json(config)
             scheduled = schedule_size(stored_config.plan)
+            if stored_config.format == "knockout":  # and the extra pairs of its tied matches
+                from arena.tournament.scheduler import replay
+
+                winners = dict(zip(games["game_id"], map(int, games["winner"]), strict=True))
+                scheduled = replay(stored_config.plan, winners).total
             if stored_config.ruleset().unverified:  # Stack'n Stuff's proxy components
                 notes.append(stored_config.ruleset().unverified)
         except ArenaError as exc:
@@ -161,7 +166,8 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
     failed: dict[str, str] = {}  # section id -> why it is left out
     # Bot names are plot labels: never let matplotlib parse "$...$" in them as mathtext.
     with plots.plain_text():
-        parts = {s.id: _compute(s, report, failed) for s in SECTIONS}
+        shown = sections_for(report, SECTIONS)
+        parts = {s.id: _compute(s, report, failed) for s in shown}
     # Everything is computed before the last report's files go: a failure leaves that one whole.
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -201,7 +207,7 @@ def write_report(results: Path, out: Path | None = None, *, sample: int = 6, rep
         inside(out, *name.split("/")).write_text(page, encoding="utf-8")
         replay_links[str(row.game_id)] = name
     index = out / "index.html"
-    page = render("page.html", sections=SECTIONS, parts={sid: part.context for sid, part in parts.items()},
+    page = render("page.html", sections=shown, parts={sid: part.context for sid, part in parts.items()},
                   title=f"Tournament report: {(data.config or {}).get('name') or results.name}",
                   folder=str(results), generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
                   status=status, stored=stored, scheduled=data.scheduled, config=data.config,

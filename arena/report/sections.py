@@ -26,7 +26,9 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from arena.errors import ArenaError
 from arena.report import plots, stats
+from arena.tournament.scheduler import BYE_WINS, Knockout, Swiss
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,27 @@ class ReportData:
         """The games that get a replay viewer."""
         return stats.replay_selection(self.games, self.sample)
 
+    @property
+    def format(self) -> str:
+        return str((self.config or {}).get("format", ""))
+
+    @cached_property
+    def rounds(self) -> Swiss | Knockout | None:
+        """A Swiss or knockout tournament's state (pairings, byes, standings per round; the
+        bracket), rebuilt from the stored games as a resumed run rebuilds it; None for the
+        other formats or a config that cannot be read."""
+        if self.format not in ("swiss", "knockout") or self.config is None:
+            return None
+        from arena.tournament.config import TournamentConfig
+        from arena.tournament.scheduler import replay
+
+        try:
+            plan = TournamentConfig.from_json(self.config).plan
+        except ArenaError:
+            return None
+        state = replay(plan, dict(zip(self.games["game_id"], map(int, self.games["winner"]), strict=True)))
+        return state if isinstance(state, Swiss | Knockout) else None
+
 
 @dataclass(frozen=True)
 class Section:
@@ -115,22 +138,29 @@ class Section:
     title: str
     compute: Callable[[ReportData], Part]
     template: str
+    shown: Callable[[ReportData], bool] | None = None  # None: on every page
 
 
 SECTIONS: list[Section] = []
 """The registered sections, in page order."""
 
 
-def section(sid: str, title: str, template: str | None = None) -> Callable[[Callable[[ReportData], Part]],
-                                                                           Callable[[ReportData], Part]]:
+def section(sid: str, title: str, template: str | None = None, *,
+            shown: Callable[[ReportData], bool] | None = None) -> Callable[[Callable[[ReportData], Part]],
+                                                                        Callable[[ReportData], Part]]:
     """Register the decorated compute function as the section ``sid`` (template
-    ``sections/<sid>.html`` unless given)."""
+    ``sections/<sid>.html`` unless given); ``shown``: only on the pages it says (a format's)."""
     def register(compute: Callable[[ReportData], Part]) -> Callable[[ReportData], Part]:
         if any(s.id == sid for s in SECTIONS):
             raise ValueError(f"report section {sid!r} is registered twice")
-        SECTIONS.append(Section(sid, title, compute, template or f"sections/{sid}.html"))
+        SECTIONS.append(Section(sid, title, compute, template or f"sections/{sid}.html", shown))
         return compute
     return register
+
+
+def sections_for(data: ReportData, among: list[Section] | None = None) -> list[Section]:
+    """The sections of ``data``'s page (of ``among``, by default every registered one), in order."""
+    return [s for s in (SECTIONS if among is None else among) if s.shown is None or s.shown(data)]
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -178,6 +208,61 @@ def _standings(data: ReportData) -> Part:
         if len(entrants):
             part.tables["entrants"] = Table(entrants, "the entrants")
     return part
+
+
+@section("swiss", "Swiss rounds", shown=lambda data: data.format == "swiss")
+def _swiss(data: ReportData) -> Part:
+    state = data.rounds
+    if not isinstance(state, Swiss) or not state.history:
+        return Part()
+    won = {str(g): str(w) for g, w in zip(data.games["game_id"], data.games["winner_name"], strict=True)}
+    rounds, pairing_rows, standing_rows = [], [], []
+    for r in state.history:
+        boards = []
+        for board, (a, b) in enumerate(r.pairings, 1):
+            prefix = f"r{r.number}-b{board}-"
+            winners = [w for g, w in won.items() if g.startswith(prefix)]
+            row = {"round": r.number, "board": board, "first": a, "second": b,
+                   "first_wins": winners.count(a), "second_wins": winners.count(b), "games": len(winners)}
+            boards.append(row)
+            pairing_rows.append(row)
+        if r.bye is not None:
+            pairing_rows.append({"round": r.number, "board": 0, "first": r.bye, "second": "(bye)",
+                                 "first_wins": BYE_WINS, "second_wins": 0, "games": 0})
+        standings = [{"round": r.number, "rank": i, "name": name, "wins": wins}
+                     for i, (name, wins) in enumerate(r.standings, 1)]
+        standing_rows += standings
+        rounds.append({"number": r.number, "boards": boards, "bye": r.bye, "standings": standings})
+    return Part({"rounds": rounds, "planned": state.rounds, "bye_wins": BYE_WINS},
+                tables={"swiss_pairings": Table(pd.DataFrame(pairing_rows), "every Swiss pairing per round "
+                                                "with its games won (a bye: board 0)"),
+                        "swiss_standings": Table(pd.DataFrame(standing_rows), "the Swiss standings (wins, "
+                                                 "byes included) after each finished round")})
+
+
+@section("bracket", "Knockout bracket", shown=lambda data: data.format == "knockout")
+def _bracket(data: ReportData) -> Part:
+    state = data.rounds
+    if not isinstance(state, Knockout):
+        return Part()
+    size = len(state.bracket[0]) * 2
+    rounds, rows = [], []
+    for number, matches in enumerate(state.bracket, 1):
+        left = size >> number  # matches in this round
+        title = {1: "Final", 2: "Semi-finals", 4: "Quarter-finals"}.get(left, f"Round {number}")
+        shown = []
+        for m, match in enumerate(matches, 1):
+            row = {"round": number, "match": m, "seed_a": match.seeds[0], "a": match.names[0],
+                   "seed_b": match.seeds[1], "b": match.names[1], "a_wins": match.wins[0],
+                   "b_wins": match.wins[1], "extra_pair": match.extra, "winner": match.winner, "by": match.by}
+            rows.append(row)
+            shown.append(row)
+        rounds.append({"title": title, "matches": shown})
+    frame = pd.DataFrame(rows).astype({"seed_b": "Int64"})
+    return Part({"rounds": rounds, "champion": state.champion, "games": state.games,
+                 "drawn": len(state.bracket), "needed": max(1, (size - 1).bit_length())},
+                tables={"bracket": Table(frame, "every knockout match: seeds, games won, extra pair, winner "
+                                                "and how it was decided")})
 
 
 @section("ratings", "Bradley-Terry ratings")
@@ -333,4 +418,5 @@ def _files(data: ReportData) -> Part:
     return Part()  # the page lists what the other sections wrote
 
 
-__all__ = ["Part", "Plot", "ReportData", "SECTIONS", "Section", "Table", "records", "section"]
+__all__ = ["Part", "Plot", "ReportData", "SECTIONS", "Section", "Table", "records", "section",
+           "sections_for"]

@@ -47,6 +47,10 @@ def load_schema(kind: str) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"no schema {kind!r}: expected one of {', '.join(KINDS)}")
     data: dict[str, Any] = json.loads(files("arena.schemas").joinpath(f"{kind}.json").read_text("utf-8"))
+    if kind == "tournament":  # the games come from the registry (the file lists them for its readers)
+        from arena.engine.components import GAMES
+
+        data["properties"]["game"]["enum"] = list(GAMES)
     return data
 
 

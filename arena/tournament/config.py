@@ -3,9 +3,10 @@
 ```toml
 name = "spring"                      # results go to results/<name> unless `out` is given
 entrants = ["bots/", "../mybot"]     # bot folders (with bot.toml) or folders of bot folders
-format = "round-robin"               # or "gauntlet" (then `challengers` is required)
+format = "round-robin"               # or "gauntlet" (then `challengers` is required), "swiss", "knockout"
+rounds = 5                           # swiss only (default: log2 of the entrants, rounded up)
 challengers = ["mybot"]              # gauntlet only: entrant names that play everyone else
-games = 2                            # per pairing; even: games come in seat-swapped pairs
+games = 2                            # per pairing (knockout: per match); even: seat-swapped pairs
 game = "patchwork"                   # or "stack-n-stuff" (its components are unverified proxy data)
 components = "my-tiles.json"         # stack-n-stuff only: your own component file (same schema)
 edition = "revised"                  # or "original" (patchwork); stack-n-stuff: "standard"
@@ -32,6 +33,7 @@ round robin, 6 games per pairing at 250 ms per move (DEMO_DEFAULTS), seed 1.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import unicodedata
@@ -41,15 +43,14 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from arena.bots.manifest import MANIFEST, Manifest
-from arena.engine import EDITIONS
-from arena.engine.components import Ruleset, load_components, ruleset_for
+from arena.engine.components import GAME_EDITIONS, Ruleset, load_components, ruleset_for
 from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
 from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem, toml_text
 from arena.tournament.schedule import Plan
 from arena.untrusted import is_argument
 
-Format = Literal["round-robin", "gauntlet"]
+Format = Literal["round-robin", "gauntlet", "swiss", "knockout"]
 SCHEMA: dict[str, Any] = load_schema("tournament")
 """arena/schemas/tournament.json: the keys of a config file, their types and ranges."""
 _PROPS = SCHEMA["properties"]
@@ -58,7 +59,7 @@ FORMATS: tuple[str, ...] = tuple(_PROPS["format"]["enum"])
 KEYS: tuple[str, ...] = tuple(_PROPS)
 TIME_CONTROL_KEYS: tuple[str, ...] = tuple(_TC_PROPS)
 SANDBOX_LEVELS: tuple[str, ...] = tuple(_PROPS["sandbox"]["enum"])
-RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "seed", "game",
+RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "rounds", "seed", "game",
                                 "components", "edition", "time_control")
 """The keys that change the games played; a resumed tournament must agree on all of them."""
 
@@ -124,6 +125,7 @@ class TournamentConfig:
     format: Format = "round-robin"
     challengers: tuple[str, ...] = ()
     games: int = 2
+    rounds: int = 0  # swiss only
     per_move_ms: int = 1000
     bank_ms: int = 10_000
     first_move_ms: int = 5000
@@ -161,6 +163,8 @@ class TournamentConfig:
     @property
     def plan(self) -> Plan:
         """What the scheduler needs (:mod:`arena.tournament.schedule`), as plain values."""
+        if self.format in ("swiss", "knockout"):
+            return Plan(self.names, self.games, self.seed, format=self.format, rounds=self.rounds)
         return Plan(self.names, self.games, self.seed,
                     self.challengers if self.format == "gauntlet" else ())
 
@@ -172,6 +176,7 @@ class TournamentConfig:
             "format": self.format,
             "challengers": list(self.challengers),
             "games": self.games,
+            "rounds": self.rounds,
             "time_control": self.time_control,
             "game": self.game,
             "components": self.components,
@@ -193,6 +198,7 @@ class TournamentConfig:
                 entrants=tuple(Entrant(e["name"], Path(e["folder"]), e.get("description", ""))
                                for e in data["entrants"]),
                 format=data["format"], challengers=tuple(data["challengers"]), games=data["games"],
+                rounds=data.get("rounds", 0),
                 per_move_ms=tc["per_move_ms"], bank_ms=tc["bank_ms"], first_move_ms=tc["first_move_ms"],
                 edition=data["edition"], game=data.get("game", "patchwork"),
                 components=data.get("components"), seed=data["seed"], concurrency=data["concurrency"],
@@ -343,10 +349,16 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
             raise ch.error("at least one entrant that is not a challenger (every entrant is a challenger)")
     elif challengers:
         raise ch.error(f"no challengers: they only apply to format \"gauntlet\" (format is {fmt!r})")
-    _check_size(games, len(names), len(challengers) if fmt == "gauntlet" else None)
+    rounds = _rounds(fmt, given, len(names))
+    if fmt == "swiss" and "games" in given and given["games"].source != "built-in demo default":
+        raise games.error("no games: a Swiss pairing is always 2 games (one seed, seats swapped); set "
+                          "rounds instead")
+    if fmt == "swiss":
+        games = _Given(2, "swiss", Path.cwd(), "games")
+    _check_size(games, len(names), len(challengers) if fmt == "gauntlet" else None, fmt, rounds)
     time_control = {key: value(key, DEFAULTS[key]) for key in TIME_CONTROL_KEYS}
     return TournamentConfig(name=name, entrants=entrants, format=fmt, challengers=challengers,
-                            games=games.value, edition=edition, game=game,
+                            games=games.value, rounds=rounds, edition=edition, game=game,
                             components=components, seed=value("seed", DEFAULTS["seed"]),
                             concurrency=value("concurrency", min(usable_cpus(), MAX_CONCURRENCY)),
                             sandbox=value("sandbox", "strict"), pondering=value("pondering", False),
@@ -357,7 +369,10 @@ def check_edition(game: str, edition: str | None, source: str = _CLI) -> str:
     """``edition`` if it is one of ``game``'s editions (None: the game's default), else
     ConfigError ``SOURCE: key 'edition': expected one of ..., got ...``. The one check of a
     tournament config and of every command taking --game and --edition."""
-    editions = EDITIONS if game == "patchwork" else ("standard",)
+    if game not in GAME_EDITIONS:
+        expected = "one of " + ", ".join(map(repr, GAME_EDITIONS))
+        raise ConfigError(f"{source}: {problem('game', expected, got(game))}")
+    editions = GAME_EDITIONS[game]
     if edition is None:
         return editions[0]
     if edition not in editions:
@@ -371,9 +386,24 @@ def _path(given: _Given) -> Path:
     return Path(given.value) if given.source == _CLI else given.base / given.value
 
 
-def _check_size(games: _Given, entrants: int, challengers: int | None) -> None:
+def _rounds(fmt: str, given: dict[str, _Given], entrants: int) -> int:
+    """A Swiss tournament's rounds (default: log2 of the entrants, rounded up; 0 for other formats)."""
+    rounds = given.get("rounds")
+    if fmt != "swiss":
+        if rounds is not None:
+            raise rounds.error(f"no rounds: they only apply to format \"swiss\" (format is {fmt!r})")
+        return 0
+    return int(rounds.value) if rounds is not None else max(1, math.ceil(math.log2(entrants)))
+
+
+def _check_size(games: _Given, entrants: int, challengers: int | None, fmt: str = "round-robin",
+                rounds: int = 0) -> None:
     """Refuse a schedule of more than MAX_SCHEDULED_GAMES games before anything starts."""
-    if challengers is None:
+    if fmt == "swiss":
+        pairings = rounds * (entrants // 2)
+    elif fmt == "knockout":
+        pairings = entrants - 1
+    elif challengers is None:
         pairings = entrants * (entrants - 1) // 2
     else:
         pairings = challengers * (entrants - challengers)

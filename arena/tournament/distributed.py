@@ -25,7 +25,7 @@ import socket
 import tarfile
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,7 +33,8 @@ from typing import Any
 
 from arena.errors import ArenaError
 from arena.tournament.schedule import GameSpec
-from arena.tournament.series import Lineup, Played, build_lineup
+from arena.tournament.scheduler import DONE, as_scheduler
+from arena.tournament.series import STUCK, Lineup, Played, Source, build_lineup
 from arena.untrusted import check_name, copy_folder, file_name, inside, walk
 
 CACHE_ENV = "ARENA_DASK_CACHE"
@@ -113,7 +114,7 @@ class DaskExecutor:
         self._futures: list[Any] = []
         self._key: tuple[Any, ...] | None = None  # the workers' pools of this tournament (pool_key)
 
-    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
+    def run(self, specs: Source) -> Iterator[Played]:
         from distributed import KilledWorker, as_completed
 
         try:
@@ -126,29 +127,32 @@ class DaskExecutor:
             self._key = pool_key(self.lineup, {label: digest for label, (digest, _) in bundles.items()})
             shipped = self.client.scatter(bundles, broadcast=True, hash=False)
             lineup = self.client.scatter(self.lineup, broadcast=True, hash=False)
-            # The schedule is taken as games finish, a window ahead of the cluster's threads (twice
-            # their number): a schedule with no end (arena serve's ladder) streams, and one that
-            # hears results sees them before its next games are asked for.
-            fresh = iter(specs)
+            # The scheduler is asked as games finish, a window ahead of the cluster's threads (twice
+            # their number): a schedule with no end (arena serve's ladder) streams, and a format that
+            # hears results (Swiss, knockout) has each one recorded before its next games are asked for.
+            scheduler = as_scheduler(specs)
             window = max(4, 2 * sum(self.client.nthreads().values()))
 
-            def submit_next() -> Any:
-                spec = next(fresh, None)
-                if spec is None:
-                    return None
-                future = self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
-                                            key=f"arena-{os.getpid()}-{spec.game_id}")
-                self._futures.append(future)
-                return future
+            def submit() -> list[Any]:
+                """The scheduler's games, as new tasks, until the window is full or it has none now."""
+                new = []
+                while len(self._futures) < window and isinstance(spec := scheduler.next(), GameSpec):
+                    future = self.client.submit(play_on_worker, lineup, shipped, spec, pure=False,
+                                                key=f"arena-{os.getpid()}-{spec.game_id}")
+                    self._futures.append(future)
+                    new.append(future)
+                return new
 
-            started = [f for f in (submit_next() for _ in range(window)) if f is not None]
-            finished = as_completed(started)
+            finished = as_completed(submit())
             for future in finished:
                 self._futures.remove(future)
-                following = submit_next()
-                if following is not None:
+                played: Played = future.result()
+                scheduler.record(played[0], played[1].winner)
+                for following in submit():  # a result may free more games (the next Swiss round)
                     finished.add(following)
-                yield future.result()
+                yield played
+            if scheduler.next() is not DONE:
+                raise ArenaError(STUCK)
         except KilledWorker as exc:  # Dask retried it on other workers; each of them died too
             raise ArenaError(f"Dask workers kept dying while playing a game, so it was given up: "
                              f"{exc} The games stored so far are kept; run the same command again "

@@ -6,7 +6,10 @@ The coordinator (this process) owns the results folder; games run through
 with its own bot processes reused across its games. Finished games stream back and
 are stored one transaction each, so killing the coordinator at any moment loses at
 most the games in flight, and running the same command again plays exactly the games
-that are missing.
+that are missing. The games come from the format's scheduler
+(:mod:`arena.tournament.scheduler`); on a resume it first hears the stored games again
+(:class:`~arena.tournament.scheduler.Replay`), so a Swiss or knockout run pairs its later
+rounds from the same results as a run never interrupted.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from arena.launch.launcher import Launcher
 from arena.referee import GameResult
 from arena.tournament.config import TournamentConfig
 from arena.tournament.ratings import ScheduleOrderTally
-from arena.tournament.schedule import GameSpec, iter_schedule, schedule_size
+from arena.tournament.schedule import GameSpec, schedule_size
+from arena.tournament.scheduler import DONE, Ahead, Replay, make_scheduler
 from arena.tournament.series import Executor, Lineup, build_lineup, run_series
 from arena.tournament.storage import ResultStore
 from arena.tournament.workers import MAX_WORKER_DEATHS, WorkerProcesses
@@ -104,11 +108,18 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         store.save_config(config)
         store.check_versions({e.name: Manifest.load(e.folder).version() for e in config.entrants})
         completed = store.completed_ids()
-        total = schedule_size(config.plan)
+        stored = store.games_frame()
+        # Round robin and gauntlet leave the stored games out at once (lazily: a big run starts at
+        # once); Swiss and knockout hear them again, in their own order, to rebuild their state.
+        scheduler = Replay(make_scheduler(config.plan, completed),
+                           dict(zip(stored["game_id"], map(int, stored["winner"]), strict=True)))
+        first = scheduler.next()
+        total = max(scheduler.total, schedule_size(config.plan))
         already = min(len(completed), total)
-        todo = iter_schedule(config.plan, completed)  # lazy: a big run starts at once
+        todo = Ahead(first, scheduler)
         progress = Progress(total=total, done=already, ratings=ScheduleOrderTally(total, config.names))
-        _replay_ratings(store, progress)
+        _replay_ratings(stored, progress)
+        pending = first is not DONE
         log_dir = config.out / "logs"
         hidden_key = store.hidden_key()
         lineup = tournament_lineup(config, launcher, hidden_key)
@@ -117,7 +128,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         # Under strict (and a shipped or submitted bot at any level) built in <out>/builds/<name>/,
         # which the workers then run; a Dask cluster builds on its workers (the coordinator may not be
         # able to sandbox).
-        if already < total and (executor is None or not launcher.copies_builds):
+        if pending and (executor is None or not launcher.copies_builds):
             lineup = build_lineup(lineup, log_dir, config.out / "builds")
         build_errors = {config.names[i]: error for i, error in lineup.broken.items()}
         for name, error in build_errors.items():
@@ -129,12 +140,14 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
         def store_one(spec: GameSpec, result: GameResult) -> None:
             with _ctrl_c_after():  # a game stored is a game counted (the interrupted line said 7 of 8)
                 store.store_game(spec, result.record, result.duration_s)
+                if scheduler.total > progress.total:  # a knockout's extra pair
+                    progress.total = progress.ratings.total = scheduler.total
                 _update(progress, spec.index, spec.seat0, spec.seat1, result.record["result"])
                 if on_progress is not None:
                     on_progress(progress, spec)
 
         interrupted = False
-        if already < total:
+        if pending:
             runner = executor or WorkerProcesses(
                 lineup, log_dir, config.concurrency,
                 advice="The games stored so far are kept: run the same command again to retry it")
@@ -144,7 +157,7 @@ def run_tournament(config: TournamentConfig, *, executor: Executor | None = None
                 interrupted = True
             finally:
                 runner.close()
-    return RunSummary(total, already, progress.played_now, progress.failures,
+    return RunSummary(progress.total, already, progress.played_now, progress.failures,
                       interrupted, build_errors, time.monotonic() - started, progress.ratings.table())
 
 
@@ -172,10 +185,9 @@ def _update(progress: Progress, idx: int, seat0: str, seat1: str, result: dict[s
     progress.ratings.add_game(idx, seat0, seat1, result["winner"], result["reason"])
 
 
-def _replay_ratings(store: ResultStore, progress: Progress) -> None:
+def _replay_ratings(games: pd.DataFrame, progress: Progress) -> None:
     """The games already stored, into the ratings (the live leader after a resume): read
     from the games table, not by parsing every record."""
-    games = store.games_frame()
     for idx, seat0, seat1, winner, reason in zip(games["idx"], games["seat0"], games["seat1"],
                                                  games["winner"], games["reason"], strict=True):
         _update(progress, int(idx), seat0, seat1, {"winner": int(winner), "reason": reason})

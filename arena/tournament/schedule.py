@@ -40,6 +40,8 @@ class Plan:
     games: int
     seed: int
     challengers: tuple[str, ...] = ()
+    format: str = "round-robin"  # or "gauntlet", "swiss", "knockout" (arena.tournament.scheduler)
+    rounds: int = 0  # swiss only
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,12 @@ def hidden_seed(key: bytes, spec: GameSpec) -> int:
 
 
 def schedule_size(plan: Plan) -> int:
-    """How many games the tournament has (without building them)."""
+    """How many games the tournament has (without building them): for a knockout, without
+    the extra pairs its tied matches may need."""
+    if plan.format == "swiss":
+        return plan.rounds * (len(plan.names) // 2) * 2
+    if plan.format == "knockout":
+        return (len(plan.names) - 1) * plan.games
     return len(pairings(plan)) * (plan.games // 2) * 2
 
 

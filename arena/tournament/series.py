@@ -5,9 +5,11 @@ play their games through :func:`run_series`:
 
 - a :class:`Lineup` says who plays and how every game is played (bot folders, labels,
   time control, rules, launcher); it is a picklable value sent to every worker;
-- a *schedule* (:func:`arena.tournament.schedule.iter_schedule` for a tournament, or
-  ``match_schedule``, ``sprt_schedule``, ``gauntlet_schedule`` there) is a lazy sequence
-  of :class:`GameSpec`: seats by label, seed, id;
+- a *schedule* (``match_schedule``, ``sprt_schedule``, ``gauntlet_schedule`` in
+  :mod:`arena.tournament.schedule`) is a lazy sequence of :class:`GameSpec`: seats by
+  label, seed, id; a tournament gives a *scheduler* instead
+  (:mod:`arena.tournament.scheduler`), which hears every result before it is asked for
+  the next game and may answer "nothing yet" (a Swiss round waiting for its last games);
 - an :class:`Executor` plays the schedule's games somewhere and yields each as it finishes:
   :class:`InProcess` (one pool of bots in this process, games in schedule order),
   :class:`arena.tournament.workers.WorkerProcesses` (local worker processes, with
@@ -30,9 +32,11 @@ from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool, build_all, unique_labels
 from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
 from arena.engine import Ruleset
+from arena.errors import ArenaError
 from arena.launch.launcher import Launcher, UnconfinedLauncher
 from arena.referee import GameResult
 from arena.tournament.schedule import HIDDEN_KEY_BYTES, GameSpec, hidden_seed
+from arena.tournament.scheduler import DONE, Scheduler, as_scheduler
 
 Played = tuple[GameSpec, GameResult]
 """A finished game: its spec and the referee's result (record, termination, duration...)."""
@@ -110,10 +114,23 @@ def build_lineup(lineup: Lineup, log_dir: Path, build_dir: Path | None = None) -
                                broken={**lineup.broken, **errors})
 
 
-class Executor(Protocol):
-    """Plays games somewhere and yields them as they finish (in any order)."""
+Source = Scheduler | Iterable[GameSpec]
+"""What an executor plays: a scheduler (:mod:`arena.tournament.scheduler`), or a plain
+sequence of games (a scheduler that never waits)."""
 
-    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]: ...
+STUCK = ("the scheduler waits for results, but no game is in flight (a bug in the format's "
+         "scheduler)")
+
+
+class Executor(Protocol):
+    """Plays the games a scheduler gives and yields them as they finish (in any order).
+
+    Each finished game is recorded with the scheduler (``record``) before its next game is
+    asked for, and before it is yielded: a worker gets its next game without waiting for
+    the caller to store the last one. A worker the scheduler has nothing for (``WAIT``)
+    waits until another result is recorded."""
+
+    def run(self, specs: Source) -> Iterator[Played]: ...
 
     def close(self) -> None: ...
 
@@ -129,10 +146,15 @@ class InProcess:
         self.pool = lineup.pool(log_dir, do_build=True)
         self.on_move = on_move
 
-    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
-        for spec in specs:
+    def run(self, specs: Source) -> Iterator[Played]:
+        scheduler = as_scheduler(specs)
+        while (spec := scheduler.next()) is not DONE:
+            if not isinstance(spec, GameSpec):  # WAIT with nothing in flight
+                raise ArenaError(STUCK)
             hook = functools.partial(self.on_move, spec) if self.on_move is not None else None
-            yield spec, self.lineup.play(self.pool, spec, hook)
+            result = self.lineup.play(self.pool, spec, hook)
+            scheduler.record(spec, result.winner)
+            yield spec, result
 
     def close(self) -> None:
         self.pool.close()
@@ -148,11 +170,11 @@ StopRule = Callable[[GameSpec, GameResult], bool]
 """Asked after each finished game (after the sink): True stops the series."""
 
 
-def run_series(schedule: Iterable[GameSpec], executor: Executor,
+def run_series(schedule: Source, executor: Executor,
                on_result: Callable[[GameSpec, GameResult], None], *, stop: StopRule | None = None) -> bool:
-    """Play ``schedule`` on ``executor``, handing each finished game to ``on_result``; returns
-    True if ``stop`` ended the series early (the games in flight are abandoned). The caller
-    closes the executor (its bots may still be needed, as check-bot's are)."""
+    """Play ``schedule`` (games, or a scheduler) on ``executor``, handing each finished game
+    to ``on_result``; returns True if ``stop`` ended the series early (the games in flight are
+    abandoned). The caller closes the executor (its bots may still be needed, as check-bot's are)."""
     games = executor.run(schedule)
     try:
         for spec, result in games:
@@ -166,5 +188,6 @@ def run_series(schedule: Iterable[GameSpec], executor: Executor,
     return False
 
 
-__all__ = ["Executor", "InProcess", "Lineup", "Played", "StopRule", "build_lineup", "new_hidden_key",
+__all__ = ["STUCK", "Executor", "InProcess", "Lineup", "Played", "Source", "StopRule", "build_lineup",
+           "new_hidden_key",
            "run_series"]

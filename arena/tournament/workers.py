@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -27,7 +27,8 @@ from arena.errors import ArenaError
 from arena.launch.proctree import read_stat, send_signal
 from arena.signals import ignore_termination, unwind_on_termination
 from arena.tournament.schedule import GameSpec
-from arena.tournament.series import Lineup, Played
+from arena.tournament.scheduler import DONE, WAIT, as_scheduler
+from arena.tournament.series import STUCK, Lineup, Played, Source
 
 MAX_WORKER_DEATHS = 3
 """A game that loses this many worker processes (crash, kill, OOM) in one run stops the run."""
@@ -109,51 +110,83 @@ class WorkerProcesses:
         except OSError:  # it died between games: the wait loop sees its pipe close
             pass
 
-    def run(self, specs: Iterable[GameSpec]) -> Iterator[Played]:
-        fresh = iter(specs)
+    def run(self, specs: Source) -> Iterator[Played]:
+        scheduler = as_scheduler(specs)
+        busy: list[_Worker] = []  # each holds a game
+        idle: list[_Worker] = []  # alive, waiting for a game the scheduler did not have yet (WAIT)
 
-        def next_game() -> GameSpec | None:
-            return next(fresh, None)
+        def put(worker: _Worker | None, game: GameSpec) -> None:
+            """``game`` to ``worker`` (None, or dead: to a new worker in a free slot, or its slot)."""
+            if worker is not None and worker.process.is_alive():
+                self._hand(worker, game)
+                busy.append(worker)
+                return
+            if worker is not None:  # it died after its game (not that game's fault)
+                self._reap(worker)
+                slot = worker.slot
+            else:
+                taken = {w.slot for w in busy + idle}
+                slot = min(s for s in range(self.concurrency) if s not in taken)
+            busy.append(self._start_worker(game, slot))
 
-        busy: list[_Worker] = []
-        for _ in range(self.concurrency):
-            game = next_game()
-            if game is None:
-                break
-            busy.append(self._start_worker(game))
-        while busy:
-            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=SILENT_S))
-            self._watchdog.check(busy)
-            for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
-                message, why = self._receive(worker)
-                game = worker.game
-                assert game is not None
-                if message is not None:
-                    # The next game goes out before the caller stores and rates this one, so
-                    # the worker plays on meanwhile (the gap between games stays in the worker).
-                    following = next_game()
-                    if following is not None and not worker.process.is_alive():
-                        busy.remove(worker)  # it died after its game (not that game's fault)
-                        self._reap(worker)
-                        busy.append(self._start_worker(following, worker.slot))
-                    else:
-                        self._hand(worker, following)
-                        if following is None:
-                            busy.remove(worker)
-                    yield message
-                    continue
-                if why is None:  # the pipe is readable but the message is not whole yet
-                    continue
-                why = self._watchdog.killed.pop(worker.number, why)
-                busy.remove(worker)
-                self.lineup.launcher.remove_stale()  # thaw and kill its bots (frozen ones ignore SIGKILL)
-                self.deaths[game.game_id] += 1
-                if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
-                    raise ArenaError(
-                        f"game {game.game_id} ({game.seat0} vs {game.seat1}) was lost with its worker "
-                        f"process {self.deaths[game.game_id]} times (last: {why}); stopping (the logs "
-                        f"are in {self.log_dir})" + (f". {self.advice}" if self.advice else ""))
-                busy.append(self._start_worker(game, worker.slot))  # first of all: schedule order
+        def fill() -> None:
+            """Games for the idle workers and the free slots, as long as the scheduler has some."""
+            while idle or len(busy) + len(idle) < self.concurrency:
+                game = scheduler.next()
+                if not isinstance(game, GameSpec):
+                    if game is DONE:
+                        for worker in idle:
+                            self._hand(worker, None)
+                        idle.clear()
+                    return
+                put(idle.pop() if idle else None, game)
+
+        try:
+            fill()
+            while busy:
+                ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
+                                 timeout=SILENT_S))
+                self._watchdog.check(busy)
+                for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
+                    message, why = self._receive(worker)
+                    game = worker.game
+                    assert game is not None
+                    if message is not None:
+                        # The result is recorded and the next game goes out before the caller
+                        # stores and rates this one, so the worker plays on meanwhile (the gap
+                        # between games stays in the worker).
+                        busy.remove(worker)
+                        scheduler.record(game, message[1].winner)
+                        following = scheduler.next()
+                        if isinstance(following, GameSpec):
+                            put(worker, following)
+                        elif following is WAIT and worker.process.is_alive():
+                            worker.game = None
+                            idle.append(worker)
+                        elif following is DONE:
+                            self._hand(worker, None)
+                        else:  # it died after its game, and the scheduler waits: no worker for now
+                            self._reap(worker)
+                        fill()  # a result may free a whole round for the idle workers
+                        yield message
+                        continue
+                    if why is None:  # the pipe is readable but the message is not whole yet
+                        continue
+                    why = self._watchdog.killed.pop(worker.number, why)
+                    busy.remove(worker)
+                    self.lineup.launcher.remove_stale()  # thaw and kill its bots (frozen ones ignore SIGKILL)
+                    self.deaths[game.game_id] += 1
+                    if self.deaths[game.game_id] >= MAX_WORKER_DEATHS:
+                        raise ArenaError(
+                            f"game {game.game_id} ({game.seat0} vs {game.seat1}) was lost with its worker "
+                            f"process {self.deaths[game.game_id]} times (last: {why}); stopping (the logs "
+                            f"are in {self.log_dir})" + (f". {self.advice}" if self.advice else ""))
+                    busy.append(self._start_worker(game, worker.slot))  # first of all: schedule order
+            if scheduler.next() is not DONE:
+                raise ArenaError(STUCK)
+        finally:
+            for worker in idle:
+                self._hand(worker, None)
 
     def _receive(self, worker: _Worker) -> tuple[Played | None, str | None]:
         """The worker's finished game, or (None, why it is lost), or (None, None): still playing."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib import resources
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,10 +14,14 @@ from jinja2 import ChoiceLoader, DictLoader
 from arena.clock import TimeControl
 from arena.report import sections
 from arena.report.render import environment, render
-from arena.report.sections import SECTIONS, Part, ReportData, Table, section
+from arena.report.sections import SECTIONS, Part, ReportData, Table, section, sections_for
+from arena.tournament.config import Entrant, TournamentConfig
+from arena.tournament.schedule import GameSpec
+from arena.tournament.scheduler import make_scheduler
 
 PAGE_ORDER = [
-    ("overview", "Overview"), ("standings", "Standings"), ("ratings", "Bradley-Terry ratings"),
+    ("overview", "Overview"), ("standings", "Standings"), ("swiss", "Swiss rounds"),
+    ("bracket", "Knockout bracket"), ("ratings", "Bradley-Terry ratings"),
     ("head-to-head", "Head to head"), ("seat-advantage", "Seat advantage"), ("endings", "How games ended"),
     ("think-time", "Think time"), ("scores", "Scores and game length"), ("progression", "Rating progression"),
     ("replays", "Replays"), ("files", "Files"),
@@ -60,6 +65,8 @@ def test_the_sections_in_page_order_each_with_its_template() -> None:
 
 def test_every_section_computes_from_frames_alone() -> None:
     report = data()
+    formats_only = ("swiss", "bracket")  # a round robin's page leaves them out
+    assert [s.id for s in sections_for(report)] == [sid for sid, _ in PAGE_ORDER if sid not in formats_only]
     parts = {s.id: s.compute(report) for s in SECTIONS}
     tables = [key for part in parts.values() for key in part.tables]
     assert tables == ["standings", "bradley_terry", "likelihood_of_superiority", "head_to_head",
@@ -141,3 +148,74 @@ def test_sampled_replays_show_every_bot_when_the_sample_allows(bots: int, sample
     assert len(picked) == min(sample, len(rows)) and set(picked["why"]) == {"sample"}
     assert len(set(picked["seat0"]) | set(picked["seat1"])) == shown, picked
     assert picked["idx"].is_monotonic_increasing
+
+
+# ------------------------------------------------------------------ the formats' sections
+def format_data(fmt: str, names: tuple[str, ...], cut: int | None = None, **plan: int) -> ReportData:
+    """The frames of a Swiss or knockout run played by a scheduler (the later name always wins),
+    its first ``cut`` games stored."""
+    config = TournamentConfig(name="t", entrants=tuple(Entrant(n, Path(n)) for n in names), format=fmt,
+                              **plan)  # type: ignore[arg-type]
+    scheduler = make_scheduler(config.plan)
+    rows = []
+    while isinstance(game := scheduler.next(), GameSpec):
+        winner = int(game.seat1 > game.seat0)
+        scheduler.record(game, winner)
+        rows.append({"idx": game.index, "game_id": game.game_id, "pair": game.pair, "seed": game.seed,
+                     "seat0": game.seat0, "seat1": game.seat1, "score0": 1 - winner, "score1": winner,
+                     "winner": winner, "winner_name": (game.seat0, game.seat1)[winner], "loser": pd.NA,
+                     "reason": "normal", "detail": "", "moves": 2, "duration_s": 0.5, "started_at": None,
+                     "finished_at": None, "first_player": 0})
+    games = pd.DataFrame(rows[:cut])
+    games["loser"] = games["loser"].astype("Int64")
+    _, moves = games_and_moves()
+    return ReportData(games, moves.iloc[:0], config.to_json(), list(names), TimeControl().to_json(),
+                      replicates=20)
+
+
+def page_of(report: ReportData) -> str:
+    shown = sections_for(report)
+    parts = {s.id: s.compute(report).context for s in shown}
+    return render("page.html", sections=shown, parts=parts, title="t", folder="f", generated_at="now",
+                  status="complete", stored=report.stored, scheduled=None, config=report.config,
+                  colors=report.colors, notes=[], figures={}, replay_links={}, csv_files=[], failed={})
+
+
+def test_a_swiss_report_shows_each_round_its_bye_and_standings() -> None:
+    report = format_data("swiss", ("a", "b", "c"), rounds=2)
+    assert [s.id for s in sections_for(report)][:3] == ["overview", "standings", "swiss"]
+    part = SECTIONS[[s.id for s in SECTIONS].index("swiss")].compute(report)
+    first, second = part.context["rounds"]
+    assert first["boards"][0] | {} == {"round": 1, "board": 1, "first": "a", "second": "b", "first_wins": 0,
+                                      "second_wins": 2, "games": 2}
+    assert (first["bye"], second["bye"]) == ("c", "a")  # the lowest-placed without a bye
+    assert [(s["name"], s["wins"]) for s in first["standings"]] == [("b", 2), ("c", 1), ("a", 0)]
+    byes = part.tables["swiss_pairings"].frame.query("board == 0")
+    assert list(byes["first"]) == ["c", "a"] and list(byes["first_wins"]) == [1, 1]
+    page = page_of(report)
+    assert '<section id="swiss"><h2>Swiss rounds</h2>' in page and "bracket" not in page
+    assert "2 of 2 rounds paired" in page and ": bye</td>" in page
+
+
+def test_an_unfinished_swiss_round_says_so() -> None:
+    report = format_data("swiss", ("a", "b", "c", "d"), cut=5, rounds=2)  # round 2's first game only
+    page = page_of(report)
+    assert "Round 2 is still being played" in page and "(playing)" in page
+
+
+def test_a_knockout_report_draws_the_bracket() -> None:
+    report = format_data("knockout", ("a", "b", "c", "d", "e"), games=2)
+    assert "bracket" in [s.id for s in sections_for(report)]
+    part = SECTIONS[[s.id for s in SECTIONS].index("bracket")].compute(report)
+    assert [r["title"] for r in part.context["rounds"]] == ["Quarter-finals", "Semi-finals", "Final"]
+    assert part.context["champion"] == "e"
+    frame = part.tables["bracket"].frame
+    assert list(frame["by"]) == ["bye", "games", "bye", "bye", "games", "games", "games"]
+    page = page_of(report)
+    assert "Winner: <b>" in page and "<i>bye</i>" in page
+
+
+def test_names_in_the_format_sections_are_escaped() -> None:
+    report = format_data("swiss", ("<b>x</b>", "y"), rounds=1)
+    page = page_of(report)
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page

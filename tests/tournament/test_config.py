@@ -137,11 +137,11 @@ def test_bots_folders_whose_names_leave_nothing_get_names_of_their_own(bots: Pat
 
 
 def test_unknown_key_names_the_key_the_file_and_the_valid_keys(tmp_path: Path, bots: Path) -> None:
-    path = write(tmp_path / "t.toml", 'entrants = ["bots"]\nrounds = 3\n')
+    path = write(tmp_path / "t.toml", 'entrants = ["bots"]\nstages = 3\n')
     with pytest.raises(ConfigError) as info:
         load_config(path, {})
     message = str(info.value)
-    assert str(path) in message and "'rounds'" in message
+    assert str(path) in message and "'stages'" in message
     assert all(key in message for key in KEYS)
 
 
@@ -153,8 +153,8 @@ def test_unknown_time_control_key(tmp_path: Path, bots: Path) -> None:
 
 def test_unknown_override_key(bots: Path) -> None:
     with pytest.raises(ConfigError,
-                       match=r"command line: key 'rounds': expected one of the keys \(name, .*\), got an"):
-        load_config(None, {"entrants": [bots], "rounds": 2})
+                       match=r"command line: key 'stages': expected one of the keys \(name, .*\), got an"):
+        load_config(None, {"entrants": [bots], "stages": 2})
 
 
 @pytest.mark.parametrize(("line", "key", "expected"), [
@@ -163,7 +163,7 @@ def test_unknown_override_key(bots: Path) -> None:
     ("seed = 1.5", "seed", "expected an integer"),
     ("concurrency = 0", "concurrency", "expected an integer from 1 to 256"),
     ("name = 7", "name", "expected a tournament name"),
-    ('format = "swiss"', "format", 'expected "round-robin" or "gauntlet"'),
+    ('format = "ladder"', "format", 'expected one of "round-robin", "gauntlet", "swiss", "knockout"'),
     ('edition = "deluxe"', "edition", "expected one of 'revised', 'original'"),
     ("out = 3", "out", "expected a folder path"),
     ("time_control = 5", "time_control", "expected a table"),
@@ -296,3 +296,43 @@ def test_a_folder_of_bots_skips_plain_folders_but_not_a_misnamed_manifest(tmp_pa
     os.mkfifo(folder / "cat" / "bot.toml")  # not a regular file: the manifest parser says so
     with pytest.raises(ConfigError, match="bot.toml"):
         load_config(None, {"entrants": [folder]})
+
+
+# ------------------------------------------------------------------ swiss and knockout
+def test_swiss_takes_rounds_and_plays_two_games_a_pairing(tmp_path: Path, bots: Path) -> None:
+    config = load_config(write(tmp_path / "t.toml", 'entrants = ["bots"]\nformat = "swiss"\nrounds = 4\n'))
+    assert (config.format, config.rounds, config.games) == ("swiss", 4, 2)
+    assert config.plan.format == "swiss" and config.plan.rounds == 4
+    # the default: log2 of the entrants, rounded up (3 entrants: 2 rounds)
+    assert load_config(None, {"entrants": [bots], "format": "swiss"}).rounds == 2
+    # stored and read back: a resume compares rounds too
+    again = TournamentConfig.from_json(json.loads(json.dumps(config.to_json())))
+    assert again.result_json() == config.result_json() and again.rounds == 4
+
+
+def test_a_stored_config_from_before_rounds_reads_as_rounds_0(bots: Path) -> None:
+    stored = load_config(None, {"entrants": [bots]}).to_json()
+    del stored["rounds"]
+    assert TournamentConfig.from_json(stored).rounds == 0
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"rounds": 3}, "command line: key 'rounds': expected no rounds: they only apply to format \"swiss\" "
+                    "(format is 'round-robin'), got 3"),
+    ({"format": "knockout", "rounds": 3}, "key 'rounds': expected no rounds"),
+    ({"format": "swiss", "games": 4}, "command line: key 'games': expected no games: a Swiss pairing is "
+                                      "always 2 games"),
+    ({"format": "swiss", "rounds": 0}, "key 'rounds': expected an integer from 1 to 1,000"),
+    ({"format": "knockout", "games": 3}, "key 'games': expected an even number"),
+    ({"format": "knockout", "challengers": ["alpha"]}, "key 'challengers': expected no challengers"),
+])
+def test_bad_format_combinations_are_one_line_errors(bots: Path, overrides: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {"entrants": [bots], **overrides})
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_knockout_of_one_entrant_is_refused(tmp_path: Path) -> None:
+    make_bot(tmp_path / "solo", name="solo")
+    with pytest.raises(ConfigError, match="expected at least 2 entrants, got 1"):
+        load_config(None, {"entrants": [tmp_path / "solo"], "format": "knockout"})
