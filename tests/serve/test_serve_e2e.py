@@ -384,3 +384,32 @@ def test_connections_that_send_no_request_are_closed(data: Path) -> None:
         for sock in idle:
             sock.close()
         server.stop()
+
+
+def test_the_ladder_plays_on_a_dask_cluster(
+    data: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`arena serve --dask ADDRESS`: the ladder's games are played on the cluster's workers
+    (the Dask executor takes an endless schedule a window at a time) and stored as any other."""
+    from distributed import LocalCluster
+
+    monkeypatch.setenv("ARENA_DASK_CACHE", str(tmp_path / "cache"))
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=True,
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    ) as cluster:
+        server = Server(data, "--sandbox", "none", "--dask", cluster.scheduler_address)
+        server.start()
+        try:
+            deadline = time.monotonic() + 90
+            while game_count(server) < 6 and time.monotonic() < deadline:
+                time.sleep(1)
+            assert game_count(server) >= 6
+            board = {row["bot"]: row["games"] for row in server.get("/api/leaderboard").json()}
+            assert board.get("random", 0) > 0 and board.get("greedy", 0) > 0
+        finally:
+            server.stop()
+    assert leftovers(data) == []
