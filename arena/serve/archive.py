@@ -263,6 +263,14 @@ def _tar_entries(stream: _Capped, limits: Limits) -> list[tuple[str, str, _Opene
 
 def _zip_entries(data: bytes, limits: Limits) -> list[tuple[str, str, _Opener | None]]:
     out: list[tuple[str, str, _Opener | None]] = []
+    # The entry count of the end record, before zipfile parses the whole central directory
+    # (220,000 entries cost it 5.7 s and 126 MB before the count was looked at).
+    try:
+        end = zipfile._EndRecData(io.BytesIO(data))  # type: ignore[attr-defined]
+        if end:
+            _count(int(end[zipfile._ECD_ENTRIES_TOTAL]), limits)  # type: ignore[attr-defined]
+    except (AttributeError, IndexError, TypeError, ValueError, OSError):
+        pass  # the count below still holds
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
