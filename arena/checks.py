@@ -19,7 +19,7 @@ from pathlib import Path
 from arena.bots.manifest import MANIFEST, SUBMISSION, Manifest, ManifestError
 from arena.bots.pool import sample_bots_dir, unique_labels
 from arena.bots.session import START_TIMEOUT_S, BotHandle
-from arena.clock import TimeControl, move_limits_ms
+from arena.clock import DEFAULT_TIME_CONTROL, TimeControl, move_limits_ms
 from arena.engine import Ruleset
 from arena.engine.components import patchwork
 from arena.errors import ArenaError, BotTerminatedError
@@ -133,8 +133,9 @@ def after_last_game(handle: BotHandle) -> str | None:
 
 
 def run_conformance(bot: Path, *, games: int = 4, log_dir: Path | None = None,
-                    per_move_ms: int = 1000, bank_ms: int = 10_000,
-                    first_move_ms: int = 5000, ruleset: Ruleset | None = None,
+                    per_move_ms: int = DEFAULT_TIME_CONTROL.per_move_ms,
+                    bank_ms: int = DEFAULT_TIME_CONTROL.bank_ms,
+                    first_move_ms: int = DEFAULT_TIME_CONTROL.first_move_ms, ruleset: Ruleset | None = None,
                     launcher: Launcher | None = None, submitting: bool = False,
                     on_stage: Callable[[str], None] | None = None,
                     seed: int = 0) -> ConformanceReport:
@@ -346,8 +347,9 @@ def links_refused(bot: Path) -> str | None:
 
 
 def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | None = None,
-           replace: bool = False, per_move_ms: int = 1000, bank_ms: int = 10_000,
-           first_move_ms: int = 5000) -> Submission:
+           replace: bool = False, per_move_ms: int = DEFAULT_TIME_CONTROL.per_move_ms,
+           bank_ms: int = DEFAULT_TIME_CONTROL.bank_ms,
+           first_move_ms: int = DEFAULT_TIME_CONTROL.first_move_ms) -> Submission:
     """Copy ``bot`` into a private folder inside ``entrants``, build and check the copy under
     ``launcher`` (default: strict), and move it to ``entrants/<name>`` only if it passes.
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from arena import __version__
+from arena.clock import DEFAULT_TIME_CONTROL
 from arena.engine.components import GAME_EDITIONS, GAMES
 from arena.errors import ArenaError
 from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
@@ -404,12 +405,15 @@ def _describe_move(entry: dict, players: tuple) -> str:
 
 def _time_control_options(func):  # type: ignore[no-untyped-def]
     """The time-control flags shared by every command that plays games."""
-    func = click.option("--first-move-ms", type=click.IntRange(1, MAX_TIME_MS), default=5000,
+    func = click.option("--first-move-ms", type=click.IntRange(1, MAX_TIME_MS),
+                        default=DEFAULT_TIME_CONTROL.first_move_ms,
                         show_default=True,
                         help="Limit for each bot's first move of a game.")(func)
-    func = click.option("--bank-ms", type=click.IntRange(0, MAX_TIME_MS), default=10_000, show_default=True,
+    func = click.option("--bank-ms", type=click.IntRange(0, MAX_TIME_MS),
+                        default=DEFAULT_TIME_CONTROL.bank_ms, show_default=True,
                         help="Time bank a bot draws on when a move overruns the limit.")(func)
-    func = click.option("--time-per-move", "per_move_ms", type=click.IntRange(1, MAX_TIME_MS), default=1000,
+    func = click.option("--time-per-move", "per_move_ms", type=click.IntRange(1, MAX_TIME_MS),
+                        default=DEFAULT_TIME_CONTROL.per_move_ms,
                         show_default=True, help="Per-move limit in milliseconds.")(func)
     return func
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.clock import DEFAULT_TIME_CONTROL
 from arena.errors import ArenaError
 from arena.serve.ladder import Entrant, choose, pair_key
 from arena.serve.store import HOUSE, ArenaStore, Version, version_label
@@ -44,9 +45,9 @@ class Options:
     data: Path
     game: str = "patchwork"
     edition: str = "revised"
-    per_move_ms: int = 1000
-    bank_ms: int = 10_000
-    first_move_ms: int = 5000
+    per_move_ms: int = DEFAULT_TIME_CONTROL.per_move_ms
+    bank_ms: int = DEFAULT_TIME_CONTROL.bank_ms
+    first_move_ms: int = DEFAULT_TIME_CONTROL.first_move_ms
     concurrency: int = 1
     dask: str | None = None
     sandbox: str = "strict"

@@ -6,7 +6,7 @@ entrants = ["bots/", "../mybot"]     # bot folders (with bot.toml) or folders of
 format = "round-robin"               # or "gauntlet" (then `challengers` is required), "swiss", "knockout"
 rounds = 5                           # swiss only (default: log2 of the entrants, rounded up)
 challengers = ["mybot"]              # gauntlet only: entrant names that play everyone else
-games = 2                            # per pairing (knockout: per match); even: seat-swapped pairs
+games = 10                           # per pairing (knockout: per match); even: seat-swapped pairs
 game = "patchwork"                   # or "stack-n-stuff" (its components are unverified proxy data)
 components = "my-tiles.json"         # stack-n-stuff only: your own component file (same schema)
 edition = "revised"                  # or "original" (patchwork); stack-n-stuff: "standard"
@@ -16,7 +16,7 @@ sandbox = "strict"                   # or "none": how bots are confined (see doc
 pondering = false                    # true: bots are not frozen between their moves (strict)
 out = "results/spring"
 
-[time_control]
+[time_control]                       # the defaults: arena/clock.py's DEFAULT_TIME_CONTROL
 per_move_ms = 1000
 bank_ms = 10000
 first_move_ms = 5000
@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from arena.bots.manifest import MANIFEST, Manifest
+from arena.clock import DEFAULT_TIME_CONTROL
 from arena.engine.components import GAME_EDITIONS, Ruleset, load_components, ruleset_for
 from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
@@ -65,7 +66,7 @@ RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "r
 
 DEFAULTS: dict[str, Any] = {
     "format": "round-robin", "challengers": [], "games": 10, "edition": "revised", "seed": 1,
-    "per_move_ms": 1000, "bank_ms": 10_000, "first_move_ms": 5000,
+    **DEFAULT_TIME_CONTROL.to_json(),
 }
 DEMO_DEFAULTS: dict[str, Any] = {"games": 6, "per_move_ms": 250}
 """The embedded demo (no file, no entrants) plays shorter: the search bot uses all its time."""
@@ -126,9 +127,9 @@ class TournamentConfig:
     challengers: tuple[str, ...] = ()
     games: int = 2
     rounds: int = 0  # swiss only
-    per_move_ms: int = 1000
-    bank_ms: int = 10_000
-    first_move_ms: int = 5000
+    per_move_ms: int = DEFAULT_TIME_CONTROL.per_move_ms
+    bank_ms: int = DEFAULT_TIME_CONTROL.bank_ms
+    first_move_ms: int = DEFAULT_TIME_CONTROL.first_move_ms
     edition: str = "revised"
     game: str = "patchwork"
     components: dict | None = None  # a user's component table (stack-n-stuff), already validated
