@@ -56,9 +56,10 @@ test-slow: $(STAMP) system-packages  ## run the slow end-to-end tests (a Dask cl
 
 test-all: test test-slow  ## both: every test (what CI runs)
 
-lint: $(STAMP)  ## ruff and mypy
+lint: $(STAMP)  ## ruff, mypy and the layers' import contracts (import-linter, in pyproject.toml)
 	$(BIN)/ruff check arena tests sample_bots
 	$(BIN)/mypy arena
+	$(BIN)/lint-imports
 
 # The wheel as a user installs it: built from this checkout, installed into a fresh venv (with
 # the [dask] extra), and the demo tournament run from an empty folder outside the checkout.

@@ -269,7 +269,8 @@ def _edition_option(func):  # type: ignore[no-untyped-def]
 def _ruleset(game: str, edition: str | None, components_file: Path | None):  # type: ignore[no-untyped-def]
     """The ruleset the options ask for; warns on stderr when its components are unverified.
     An edition the game does not have is refused, as run-tournament refuses it."""
-    from arena.engine.components import load_components, ruleset_for
+    from arena.engine.components import ruleset_for
+    from arena.schemas.components import load_components
     from arena.tournament.config import check_edition
 
     edition = check_edition(game, edition)

@@ -17,6 +17,7 @@ from arena.engine import GameState, Move, Termination
 from arena.engine.components import ruleset_for
 from arena.errors import ArenaError, RecordError
 from arena.schemas import load_schema, problem, problems
+from arena.schemas.components import check_components
 
 RECORD_FORMAT = "patchwork-arena/game-record"
 RECORD_VERSION = 1
@@ -75,8 +76,10 @@ def initial_state(record: dict[str, Any]) -> GameState:
     hidden = record.get("hidden_seed")
     hidden = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) else None
     try:
-        rules = ruleset_for(record.get("ruleset", "patchwork"), record.get("edition"),
-                            record.get("components"))
+        components = record.get("components")
+        if components is not None:  # the record's own table: checked before the engine builds on it
+            check_components(components, "the record's components")
+        rules = ruleset_for(record.get("ruleset", "patchwork"), record.get("edition"), components)
         if circle is None:
             if not isinstance(seed, int):
                 raise RecordError("the record has neither a circle nor an integer seed")

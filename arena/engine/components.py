@@ -13,8 +13,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -189,47 +188,14 @@ def patchwork(edition: str = "revised") -> Ruleset:
 def stack_n_stuff(components: dict | None = None) -> Ruleset:
     """The Stack'n Stuff ruleset from a component table (default: the shipped proxy data,
     unverified). A user's table (a file, a record, a stored config) is checked first by
-    :func:`check_components`: errors name the key and what was wrong."""
+    :func:`arena.schemas.components.check_components` (the engine does no checking of files:
+    the callers that read a table check it first)."""
     data = components if components is not None else _load_json("stack-n-stuff.json")
-    if components is not None:
-        check_components(data, "Stack'n Stuff components")
     return _stack_n_stuff(data)
 
 
-def check_components(data: Any, source: str) -> None:
-    """Raise ConfigError ``SOURCE: key '...': expected ..., got ...`` unless ``data`` is a valid
-    component table: the schema (arena/schemas/components.json), then the rules it cannot
-    express (rows of equal length with a '#', spaces on the board, tile ids 0..n-1, the
-    smallest tile a stack tile)."""
-    from arena.schemas import check, got, problem
-
-    check(data, "components", source, table="object")
-
-    def fail(key: str, expected: str, value: Any) -> ConfigError:
-        return ConfigError(f"{source}: {problem(key, expected, got(value, 'object'))}")
-
-    final = data["time_board"]["final_space"]
-    for key in ("income_spaces", "box_spaces"):
-        for index, space in enumerate(data["time_board"][key]):
-            if space > final:
-                raise fail(f"time_board.{key}[{index}]", f"a space from 1 to final_space ({final})", space)
-    ids: list[int] = []
-    for group in ("stack_tiles", "stuff_tiles"):
-        for index, tile in enumerate(data[group]):
-            shape = tile["shape"]
-            if len({len(row) for row in shape}) != 1 or "#" not in "".join(shape):
-                raise fail(f"{group}[{index}].shape", "rows of equal length made of '#' and '.', with at "
-                           "least one '#'", shape)
-            ids.append(tile["id"])
-    if sorted(ids) != list(range(len(ids))):
-        raise fail("stack_tiles/stuff_tiles", f"tile ids 0..{len(ids) - 1}, each used once", sorted(ids))
-    stack_ids = {tile["id"] for tile in data["stack_tiles"]}
-    if data["smallest_stack_tile_id"] not in stack_ids:
-        raise fail("smallest_stack_tile_id", "the id of a stack tile", data["smallest_stack_tile_id"])
-
-
 def _stack_n_stuff(data: dict) -> Ruleset:
-    """Build the ruleset from a table that passed :func:`check_components` (or the shipped one)."""
+    """Build the ruleset from a table that passed ``check_components`` (or the shipped one)."""
     patches: list[Patch] = []
     late: list[int] = []
     for group in ("stack_tiles", "stuff_tiles"):
@@ -300,23 +266,6 @@ def ruleset_from_wire(name: str, edition: str, table: dict) -> Ruleset:
         special_removable=table.get("special_removable", False),
         take_every_special=table.get("take_every_special", False),
         currency=table.get("currency", "buttons"), unverified=table.get("unverified", ""))
-
-
-def load_components(path: Path) -> dict:
-    """Read a user's component file (JSON) for --components; errors name the file and the key."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: not valid JSON: arrays or objects nested too deeply") from None
-    check_components(data, str(path))
-    assert isinstance(data, dict)
-    return data
 
 
 @dataclass(frozen=True)

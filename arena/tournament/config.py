@@ -44,10 +44,11 @@ from typing import Any, Literal, NamedTuple
 
 from arena.bots.manifest import MANIFEST, Manifest
 from arena.clock import DEFAULT_TIME_CONTROL
-from arena.engine.components import GAME_EDITIONS, Ruleset, load_components, ruleset_for
+from arena.engine.components import GAME_EDITIONS, Ruleset, ruleset_for
 from arena.errors import ConfigError
 from arena.resources import sample_bots_dir
 from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem, toml_text
+from arena.schemas.components import check_components, load_components
 from arena.tournament.schedule import Plan
 from arena.untrusted import is_argument
 
@@ -157,6 +158,8 @@ class TournamentConfig:
         a custom component table is checked again on every build)."""
         rules: Ruleset | None = self.__dict__.get("_ruleset")
         if rules is None:
+            if self.components is not None:  # a stored config's table is checked again
+                check_components(self.components, "the tournament's components")
             rules = ruleset_for(self.game, self.edition, self.components)
             object.__setattr__(self, "_ruleset", rules)
         return rules

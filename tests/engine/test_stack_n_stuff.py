@@ -9,9 +9,10 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.engine import GameState, Move
-from arena.engine.components import load_components, ruleset_for, tables
+from arena.engine.components import ruleset_for, tables
 from arena.errors import ConfigError, IllegalMoveError
 from arena.records import replay
+from arena.schemas.components import load_components
 from tests.helpers import arena
 from tests.tournament.test_run import db_rows
 

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from arena.engine.components import GAMES, load_components
+from arena.engine.components import GAMES
 from arena.errors import ConfigError
 from arena.launch.launcher import LEVELS
 from arena.resources import sample_bots_dir
 from arena.schemas import KINDS, MISSING, check, got, load_schema, problems
+from arena.schemas.components import load_components
 from tests.helpers import arena
 
 STYLE = re.compile(r"^Error: (?P<file>[^:]+): key '(?P<key>[^']+)': expected (?P<what>.+), got (?P<got>.+)$")
