@@ -261,9 +261,8 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             limit_ms = clocks.limit_ms(mover)
             bank_ms = clocks.bank_ms(mover)
             # per_move_ms is the limit of that seat's next move (larger for its first)
-            request = messages.move_request(seq, game_id, state, clocks.to_json(),
-                                            legal_moves=bot.wants_legal_moves)
-            text = encode(request)
+            text = messages.move_request_text(seq, game_id, state, clocks.to_json(),
+                                              legal_moves=bot.wants_legal_moves)
             if parking is not None and clock() >= park_at:  # the grace ran out while it was built
                 parking()
                 parking = None

@@ -78,6 +78,7 @@ class PlacementTable:
     low: np.ndarray = field(repr=False)
     high: np.ndarray = field(repr=False)
     moves: np.ndarray = field(repr=False)  # object array of the prebuilt buy Moves
+    json: np.ndarray = field(repr=False)  # object array of each move's compact JSON text, the same order
 
 
 def _placements(patch_id: int, shape: tuple[str, ...], rows: int, cols: int) -> PlacementTable:
@@ -103,7 +104,15 @@ def _placements(patch_id: int, shape: tuple[str, ...], rows: int, cols: int) -> 
     high = np.array([m >> 64 for m in masks], dtype=np.uint64)
     moves = np.empty(len(masks), dtype=object)
     moves[:] = [Move("buy", patch_id, m) for m in masks]
-    return PlacementTable(tuple(masks), tuple(buttons), index, low, high, moves)
+    texts = np.empty(len(masks), dtype=object)
+    texts[:] = [move_text(move, cols) for move in moves]
+    return PlacementTable(tuple(masks), tuple(buttons), index, low, high, moves, texts)
+
+
+def move_text(move: Move, cols: int) -> str:
+    """A move's JSON as the referee sends it (compact, keys in ``Move.to_json``'s order):
+    encoded once per table, so a request's legal moves are joined, not encoded again."""
+    return json.dumps(move.to_json(cols), separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -276,6 +285,7 @@ class Tables:
     special_moves: tuple[Move, ...]  # placing a 1x1 special patch on cell i
     bonus_masks: tuple[int, ...]
     income_crossed: tuple[int, ...]  # number of income spaces <= position
+    special_texts: tuple[str, ...] = ()  # each special move's JSON text (move_text)
 
 
 @cache
@@ -296,6 +306,7 @@ def tables(ruleset: Ruleset) -> Tables:
     return Tables(
         placements=tuple(_placements(p.id, p.shape, rows, cols) for p in ruleset.patches),
         special_moves=tuple(Move("special", None, 1 << i) for i in range(rows * cols)),
+        special_texts=tuple(move_text(Move("special", None, 1 << i), cols) for i in range(rows * cols)),
         bonus_masks=tuple(bonus_masks) if square else (),
         income_crossed=tuple(crossed),
     )

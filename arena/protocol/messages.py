@@ -287,6 +287,20 @@ def move_request(seq: int, game_id: str, state: GameState | Mapping[str, Any],
     return msg
 
 
+def move_request_text(seq: int, game_id: str, state: GameState,
+                      clocks: Sequence[ClockJSON] | Sequence[Mapping[str, int]], *,
+                      legal_moves: bool = False) -> str:
+    """:func:`move_request`, encoded as the referee sends it: the same text as encoding that
+    message, with the legal moves' JSON joined from the texts the engine encoded once per
+    ruleset (a request of 1,345 legal moves was re-encoded on every move, most of its cost)."""
+    from arena.protocol.codec import encode_trusted
+
+    text = encode_trusted(move_request(seq, game_id, state, clocks))
+    if not legal_moves:
+        return text
+    return f'{text[:-1]},"legal_moves":[{",".join(state.legal_moves_text())}]}}'
+
+
 def game_over(game_id: str, *, scores: Sequence[int], winner: int,
               reason: Reason | Termination, loser: int | None = None,
               detail: str = "") -> GameOverMessage:
