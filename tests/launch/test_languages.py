@@ -132,8 +132,10 @@ def test_java_runtime_starts_with_its_configuration_and_a_named_user(tmp_path: P
 
 
 def kit_source(lang: str, name: str) -> str:
-    source = next(p for p in (KITS / lang).iterdir() if p.name != "bot.toml" and not p.name.startswith("_"))
-    return source.read_text().replace(PLACEHOLDER, name)
+    """The kit's one program file (Java, JavaScript: a kit of one source)."""
+    sources = [p for p in (KITS / lang).iterdir() if p.name != "bot.toml" and not p.name.startswith("_")]
+    assert len(sources) == 1, sources
+    return sources[0].read_text().replace(PLACEHOLDER, name)
 
 
 @pytest.mark.slow
@@ -160,8 +162,12 @@ def test_static_binary_passes_check_bot_strict(tmp_path: Path) -> None:
     cc = need("cc", "gcc")
     folder = tmp_path / "static"
     folder.mkdir(mode=0o755)
-    (tmp_path / "bot.c").write_text(kit_source("c", "static"))
-    build = subprocess.run([cc, "-static", "-O2", "-o", str(folder / "bot"), str(tmp_path / "bot.c")],
+    sources = []
+    for path in (KITS / "c").iterdir():  # the kit's program and its JSON parser
+        if path.suffix in (".c", ".h"):
+            (tmp_path / path.name).write_text(path.read_text().replace(PLACEHOLDER, "static"))
+            sources += [str(tmp_path / path.name)] if path.suffix == ".c" else []
+    build = subprocess.run([cc, "-static", "-O2", "-o", str(folder / "bot"), *sorted(sources)],
                            capture_output=True, text=True)
     if build.returncode != 0 and "cannot find -lc" in build.stderr:
         pytest.skip("no static C library (Debian package libc6-dev)")
