@@ -19,9 +19,10 @@ def _commands(group: click.Group, prefix: str) -> Iterator[tuple[str, click.Comm
     for name in sorted(group.commands):
         command = group.commands[name]
         path = f"{prefix} {name}"
-        context = click.Context(
-            command, info_name=path, parent=None, terminal_width=100, max_content_width=100
-        )
+        # -h as the arena group gives it (click caches a command's help option: a context of
+        # its own would make the text depend on which command ran first in the process)
+        context = click.Context(command, info_name=path, terminal_width=100, max_content_width=100,
+                                help_option_names=["-h", "--help"])
         yield path, command, context
         if isinstance(command, click.Group):
             yield from _commands(command, path)
