@@ -253,41 +253,21 @@ class ArenaStore:
             self._conn.execute("DELETE FROM arena_uploads WHERE at < ?", (now - 86_400,))
 
     # ------------------------------------------------------------------ bots and versions
+    _BOT_SQL = ("SELECT b.name, b.author_id, a.name, b.active_version, b.quarantined, b.description "
+                "FROM arena_bots b JOIN arena_authors a ON a.id = b.author_id")
+
+    @staticmethod
+    def _bot_row(r: Any) -> dict[str, Any]:
+        return {"name": r[0], "author_id": r[1], "author": r[2], "pinned_version": r[3],
+                "quarantined": bool(r[4]), "description": r[5]}
+
     def bot(self, name: str) -> dict[str, Any] | None:
-        rows = self._rows(
-            "SELECT b.name, b.author_id, a.name, b.active_version, b.quarantined, b.description "
-            "FROM arena_bots b JOIN arena_authors a ON a.id = b.author_id "
-            "WHERE lower(b.name) = lower(?)",
-            (name,),
-        )
-        if not rows:
-            return None
-        r = rows[0]
-        return {
-            "name": r[0],
-            "author_id": r[1],
-            "author": r[2],
-            "pinned_version": r[3],
-            "quarantined": bool(r[4]),
-            "description": r[5],
-        }
+        """The bot named ``name`` in any letter case, or None."""
+        rows = self._rows(self._BOT_SQL + " WHERE lower(b.name) = lower(?)", (name,))
+        return self._bot_row(rows[0]) if rows else None
 
     def bots(self) -> list[dict[str, Any]]:
-        rows = self._rows(
-            "SELECT b.name, b.author_id, a.name, b.active_version, b.quarantined, b.description "
-            "FROM arena_bots b JOIN arena_authors a ON a.id = b.author_id ORDER BY b.name"
-        )
-        return [
-            {
-                "name": r[0],
-                "author_id": r[1],
-                "author": r[2],
-                "pinned_version": r[3],
-                "quarantined": bool(r[4]),
-                "description": r[5],
-            }
-            for r in rows
-        ]
+        return [self._bot_row(r) for r in self._rows(self._BOT_SQL + " ORDER BY b.name")]
 
     def claim_bot(self, name: str, author_id: int, description: str = "") -> None:
         """Create the bot for ``author_id`` if nobody owns the name (in any case) yet."""
