@@ -112,5 +112,16 @@ def deferred_interrupts() -> Iterator[None]:
             signal.raise_signal(number)  # its own handler runs now, as if it had just come
 
 
-__all__ = ["TERMINATION_SIGNALS", "deferred_interrupts", "ignore_termination", "terminated_by",
-           "unwind_on_termination"]
+def die_with_parent() -> None:
+    """Ask Linux to SIGTERM this process when its parent dies, even by kill -9 (a tournament's
+    workers, arena serve's game host and its checks; as a subprocess's preexec_fn too)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+__all__ = ["TERMINATION_SIGNALS", "deferred_interrupts", "die_with_parent", "ignore_termination",
+           "terminated_by", "unwind_on_termination"]

@@ -31,7 +31,7 @@ from arena.errors import ArenaError
 from arena.serve.archive import ArchiveError, Limits, unpack
 from arena.serve.pages import CONTENT_SECURITY_POLICY, add_pages
 from arena.serve.service import Arena, public_record, version_folder
-from arena.serve.store import ORGANIZER, Author, hash_token
+from arena.serve.store import HOUSE, ORGANIZER, Author, hash_token
 from arena.untrusted import NAME_RULE, is_valid_name, shown
 
 log = logging.getLogger(__name__)
@@ -383,17 +383,6 @@ def create_app(
         }
 
     # ------------------------------------------------------------------ uploads
-    def check_quota(who: Author) -> None:
-        uploads = arena.store.uploads_since(who.id, time.time() - 3600)
-        if len(uploads) >= uploads_per_hour:
-            wait = max(1, round(uploads[0] + 3600 - time.time()))
-            raise Refused(
-                429,
-                f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
-                f"possible in {wait} s",
-                {"Retry-After": str(wait)},
-            )
-
     @app.post(
         "/api/bots/{name}/versions",
         status_code=201,
@@ -401,17 +390,7 @@ def create_app(
     )
     async def upload(name: str, request: Request) -> dict[str, Any]:
         who = author(request)
-        if who.organizer:
-            raise Refused(
-                403,
-                "the organizer token uploads nothing: add an author (arena author add) and use their token",
-            )
-        if not is_valid_name(name) or _VERSION_SUFFIX.search(name):
-            raise Refused(400, f"bot name {shown(name)}: expected {NAME_RULE}, not ending in .v<number>")
-        existing = arena.store.bot(name)
-        if existing is not None and existing["author_id"] != who.id:
-            raise Refused(403, f"the bot name {shown(existing['name'])} belongs to another author")
-        check_quota(who)
+        admit_upload(arena, who, name, uploads_per_hour)
         try:
             form = await request.form(max_files=1, max_fields=8)
         except Refused:
@@ -429,8 +408,7 @@ def create_app(
         await form.close()
         if len(data) > max_upload_bytes:
             raise Refused(413, f"the archive is larger than the limit of {max_upload_bytes} bytes")
-        check_quota(who)  # again, with no await before the count: uploads sent at once all passed the first
-        arena.store.count_upload(who.id)
+        count_upload(arena, who, uploads_per_hour)
         return await run_in_threadpool(_take_upload, arena, who, name, data, limits)
 
     @app.put(
@@ -459,15 +437,7 @@ def create_app(
         organizer(request)
         body = await _json_body(request)
         name = body.get("name") if isinstance(body, dict) else None
-        if not is_valid_name(name) or str(name).lower() in (ORGANIZER, "house"):
-            raise Refused(422, f"name: expected {NAME_RULE} (not 'organizer' or 'house'), got {shown(name)}")
-        assert isinstance(name, str)
-        if any(a["name"].lower() == name.lower() for a in arena.store.authors()):  # no 'Alice' beside 'alice'
-            raise Refused(409, f"an author named {shown(name)} exists already (in another case)")
-        try:
-            token = arena.store.add_author(name)
-        except ArenaError as exc:
-            raise Refused(409, str(exc)) from None
+        token = new_author(arena, name)
         return {"name": name, "token": token}
 
     @app.get("/api/authors", summary="Organizer: the authors")
@@ -594,6 +564,49 @@ def _first_refused(group: BaseExceptionGroup[Any]) -> Refused:
         if isinstance(inner, BaseExceptionGroup) and inner.subgroup(Refused):
             return _first_refused(inner)
     raise AssertionError("no Refused in the group")  # pragma: no cover
+
+
+# ------------------------------------------------------------------ rules the API and the pages share
+def admit_upload(arena: Arena, who: Author, name: str, uploads_per_hour: int) -> None:
+    """Refused unless ``who`` may upload a version of ``name`` now: an author (not the
+    organizer), a bot name by the rule, theirs or nobody's, within the hourly quota."""
+    if who.organizer:
+        raise Refused(403, "the organizer token uploads nothing: add an author (arena author add) and use "
+                           "their token")
+    if not is_valid_name(name) or _VERSION_SUFFIX.search(name):
+        raise Refused(400, f"bot name {shown(name)}: expected {NAME_RULE}, not ending in .v<number>")
+    existing = arena.store.bot(name)
+    if existing is not None and existing["author_id"] != who.id:
+        raise Refused(403, f"the bot name {shown(existing['name'])} belongs to another author")
+    _check_quota(arena, who, uploads_per_hour)
+
+
+def count_upload(arena: Arena, who: Author, uploads_per_hour: int) -> None:
+    """Count the upload, the quota checked again first with no await in between: uploads
+    sent at once had all passed :func:`admit_upload` before any was counted."""
+    _check_quota(arena, who, uploads_per_hour)
+    arena.store.count_upload(who.id)
+
+
+def _check_quota(arena: Arena, who: Author, uploads_per_hour: int) -> None:
+    uploads = arena.store.uploads_since(who.id, time.time() - 3600)
+    if len(uploads) >= uploads_per_hour:
+        wait = max(1, round(uploads[0] + 3600 - time.time()))
+        raise Refused(429, f"upload quota reached: {uploads_per_hour} uploads an hour; the next one is "
+                           f"possible in {wait} s", {"Retry-After": str(wait)})
+
+
+def new_author(arena: Arena, name: Any) -> str:
+    """Add the author ``name`` (the name rule, not a reserved name, not another author's in
+    another case); their token, shown once."""
+    if not is_valid_name(name) or str(name).lower() in (ORGANIZER, HOUSE):
+        raise Refused(422, f"name: expected {NAME_RULE} (not 'organizer' or 'house'), got {shown(name)}")
+    if any(a["name"].lower() == name.lower() for a in arena.store.authors()):  # no 'Alice' beside 'alice'
+        raise Refused(409, f"an author named {shown(name)} exists already (in another case)")
+    try:
+        return arena.store.add_author(name)
+    except ArenaError as exc:
+        raise Refused(409, str(exc)) from None
 
 
 async def _json_body(request: Request) -> Any:

@@ -30,7 +30,6 @@ and closing closes every worker and bot.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import queue
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from arena.errors import ArenaError
+from arena.signals import die_with_parent
 from arena.untrusted import copy_folder, inside, is_valid_name, remove_tree
 
 CHECK_GAMES = 4
@@ -53,11 +53,6 @@ class _NothingToPlay(Exception):
     """Fewer than two versions of the run are built and sound: the run ends at once."""
 
 
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
 
 
 class Host:
@@ -354,7 +349,7 @@ class Host:
                 stderr=subprocess.DEVNULL,
                 stdin=subprocess.DEVNULL,
                 text=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         except OSError as exc:
             return {
@@ -419,7 +414,7 @@ def _check_main(args: argparse.Namespace) -> int:
     from arena.signals import unwind_on_termination
 
     unwind_on_termination()
-    _die_with_parent()
+    die_with_parent()
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # whatever else prints goes to stderr, not into the report
 
@@ -500,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from arena.signals import unwind_on_termination
 
-    _die_with_parent()
+    die_with_parent()
     unwind_on_termination(0)  # SIGTERM (the web process died) unwinds: every worker and bot is closed
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)

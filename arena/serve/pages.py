@@ -46,7 +46,7 @@ from arena.resources import package_path
 from arena.serve.archive import Limits
 from arena.serve.service import Arena, public_record
 from arena.serve.store import HOUSE, ORGANIZER, Author, hash_token
-from arena.untrusted import NAME_RULE, is_valid_name, shown
+from arena.untrusted import is_valid_name, shown
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +259,7 @@ def add_pages(
     secure_cookies: bool = False,
 ) -> None:
     """Add the pages, their static files and the session middleware to ``app``."""
-    from arena.serve.app import _VERSION_SUFFIX, Refused, _take_upload
+    from arena.serve.app import Refused, _take_upload, admit_upload, count_upload, new_author
 
     env = environment()
     limits = Limits(max_bytes=max_upload_bytes)
@@ -619,31 +619,20 @@ def add_pages(
         form = await post_form(request, max_files=1, max_fields=4)
         try:
             who = need_author(request)
-            if who.organizer:
-                raise PageError(403, "the organizer uploads nothing: add an author and sign in as them")
             name = form.get("name")
             name = name.strip() if isinstance(name, str) else ""
-            if not is_valid_name(name) or _VERSION_SUFFIX.search(name):
-                raise PageError(
-                    422, f"bot name {shown(name)}: expected {NAME_RULE}, not ending in .v<number>"
-                )
-            existing = arena.store.bot(name)
-            if existing is not None and existing["author_id"] != who.id:
-                raise PageError(403, f"the bot name {shown(existing['name'])} belongs to another author")
-            uploads = arena.store.uploads_since(who.id, time.time() - 3600)
-            if len(uploads) >= uploads_per_hour:
-                wait = max(1, round(uploads[0] + 3600 - time.time()))
-                raise PageError(
-                    429, f"upload quota reached: {uploads_per_hour} an hour; the next in {wait} s"
-                )
+            try:
+                admit_upload(arena, who, name, uploads_per_hour)
+            except Refused as exc:
+                raise PageError(exc.status, exc.detail) from None
             archive = form.get("archive")
             if archive is None or isinstance(archive, str) or not archive.filename:
                 raise PageError(422, "choose a .zip or .tar.gz of your bot's folder")
             data = await archive.read(max_upload_bytes + 1)
             if len(data) > max_upload_bytes:
                 raise PageError(413, f"the archive is larger than the limit of {max_upload_bytes} bytes")
-            arena.store.count_upload(who.id)
             try:
+                count_upload(arena, who, uploads_per_hour)
                 made = await run_in_threadpool(_take_upload, arena, who, name, data, limits)
             except Refused as exc:
                 raise PageError(exc.status, exc.detail) from None
@@ -713,14 +702,10 @@ def add_pages(
         need_organizer(request)
         name = form.get("name")
         name = name.strip() if isinstance(name, str) else ""
-        if not is_valid_name(name) or name in (ORGANIZER, HOUSE):
-            raise PageError(
-                422, f"author name: expected {NAME_RULE} (not 'organizer' or 'house'), got {shown(name)}"
-            )
         try:
-            token = arena.store.add_author(name)
-        except ArenaError as exc:
-            raise PageError(409, str(exc)) from None
+            token = new_author(arena, name)
+        except Refused as exc:
+            raise PageError(exc.status, exc.detail) from None
         return admin(request, new_token=(name, token))  # shown once: never stored, never redirected
 
     @app.post("/admin/authors/{name}/{action}", include_in_schema=False)

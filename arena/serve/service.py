@@ -815,7 +815,7 @@ def public_record(record: dict[str, Any]) -> dict[str, Any]:
 
 def start_host(options: Options) -> subprocess.Popen[str]:
     """Start the game host (:mod:`arena.serve.host`) with this process's privileges."""
-    from arena.serve.host import _die_with_parent
+    from arena.signals import die_with_parent
 
     o = options
     argv = [
@@ -849,7 +849,7 @@ def start_host(options: Options) -> subprocess.Popen[str]:
             stderr=stderr,
             text=True,
             bufsize=1,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 

@@ -6,7 +6,6 @@ games it plays; the coordinator hands it one game at a time over a pipe of its o
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import multiprocessing as mp
 import pickle
@@ -25,7 +24,7 @@ from arena.clock import TimeControl
 from arena.engine import Ruleset, patchwork
 from arena.errors import ArenaError
 from arena.launch.proctree import read_stat, send_signal
-from arena.signals import ignore_termination, unwind_on_termination
+from arena.signals import die_with_parent, ignore_termination, unwind_on_termination
 from arena.tournament.schedule import GameSpec
 from arena.tournament.scheduler import DONE, WAIT, as_scheduler
 from arena.tournament.series import STUCK, Lineup, Played, Source
@@ -318,12 +317,6 @@ def _exit_status(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGTERM this worker when the coordinator dies, even by kill -9."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
 
 
 def _worker_main(lineup: Lineup, log_dir: str, conn: Any, live: bool = False) -> None:
@@ -331,7 +324,7 @@ def _worker_main(lineup: Lineup, log_dir: str, conn: Any, live: bool = False) ->
     each move back as it is made, before the game's end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's business
     unwind_on_termination(0)  # SIGTERM unwinds, once: the pool kills (and thaws) its bots
-    _die_with_parent()
+    die_with_parent()
     try:
         pool = lineup.pool(Path(log_dir))
         try:
