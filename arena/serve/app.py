@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arena.errors import ArenaError
 from arena.serve.archive import ArchiveError, Limits, unpack
 from arena.serve.pages import CONTENT_SECURITY_POLICY, add_pages
-from arena.serve.service import Arena, public_record, version_folder
+from arena.serve.service import Arena, version_folder
 from arena.serve.store import HOUSE, ORGANIZER, Author, hash_token
 from arena.untrusted import NAME_RULE, is_valid_name, shown
 
@@ -675,4 +675,4 @@ def _take_upload(arena: Arena, who: Author, name: str, data: bytes, limits: Limi
     return out
 
 
-__all__ = ["BodyLimit", "Events", "Refused", "create_app", "public_record"]
+__all__ = ["BodyLimit", "Events", "Refused", "create_app"]

@@ -27,7 +27,7 @@ from typing import Any
 from arena.clock import DEFAULT_TIME_CONTROL
 from arena.errors import ArenaError
 from arena.serve.ladder import Entrant, choose, pair_key
-from arena.serve.store import HOUSE, ArenaStore, Version, version_label
+from arena.serve.store import HOUSE, ArenaStore, Version
 from arena.tournament.ratings import OnlineRatings
 from arena.tournament.schedule import SEED_BITS, GameSpec
 from arena.tournament.storage import ResultStore
@@ -881,5 +881,4 @@ __all__ = [
     "results_folder",
     "start_host",
     "version_folder",
-    "version_label",
 ]
