@@ -20,6 +20,7 @@ from arena.engine.components import GAME_EDITIONS, GAMES
 from arena.errors import ArenaError
 from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
 from arena.launch.launcher import Launcher
+from arena.serve.ladder import FAILING_STREAK
 from arena.tournament.config import DEFAULTS as TOURNAMENT_DEFAULTS
 from arena.tournament.config import (
     DEMO_DEFAULTS,
@@ -1005,10 +1006,14 @@ TOKEN_FILE_HELP = "A file holding the token (default: the ARENA_TOKEN environmen
               help="Largest archive accepted, in MB.")
 @click.option("--max-author-mb", type=click.IntRange(1, 1_000_000), default=1000, show_default=True,
               help="What all of an author's versions may hold on disk, unpacked, in MB.")
+@click.option("--failing-streak", type=click.IntRange(0, 1_000_000), default=FAILING_STREAK,
+              show_default=True,
+              help="Retire a playing version (rejected, with the cause) once it loses this many games "
+                   "in a row by its own fault: a crash, a timeout, an illegal move; 0: never.")
 def serve(data: Path, host: str, port: int, game: str, components_file: Path | None, edition: str | None,
           per_move_ms: int, bank_ms: int, first_move_ms: int, concurrency: int | None,
           dask_address: str | None, house_bots: str, user: str | None, sandbox: str, uploads_per_hour: int,
-          max_upload_mb: int, max_author_mb: int) -> None:
+          max_upload_mb: int, max_author_mb: int, failing_streak: int) -> None:
     """Run an arena: authors upload bots over HTTP, each version is checked in the sandbox,
     a rated ladder plays continuously, and the leaderboard and games are served live."""
     from arena.serve.server import serve as run_server
@@ -1028,7 +1033,7 @@ def serve(data: Path, host: str, port: int, game: str, components_file: Path | N
                       dask=dask_address,
                       sandbox=sandbox, house_bots=names, uploads_per_hour=uploads_per_hour,
                       max_upload_bytes=max_upload_mb * 1_000_000,
-                      max_author_bytes=max_author_mb * 1_000_000)
+                      max_author_bytes=max_author_mb * 1_000_000, failing_streak=failing_streak)
     run_server(options, host=host, port=port, user=user)
 
 

@@ -29,6 +29,7 @@ PLACEMENT_GAMES = 5  # pairings (of two games each) a new version plays against 
 _SPREAD = (0.5, 0.0, 1.0, 0.25, 0.75)
 SIGMA_WEIGHT = 0.5
 REPEAT_WEIGHT = 0.3
+FAILING_STREAK = 10  # games lost in a row by its own fault that retire a playing version
 
 
 @dataclass(frozen=True)

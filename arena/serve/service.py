@@ -19,14 +19,14 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arena.clock import DEFAULT_TIME_CONTROL
 from arena.errors import ArenaError
-from arena.serve.ladder import Entrant, choose, pair_key
+from arena.serve.ladder import FAILING_STREAK, Entrant, choose, pair_key
 from arena.serve.store import HOUSE, ArenaStore, Version
 from arena.tournament.ratings import OnlineRatings
 from arena.tournament.schedule import SEED_BITS, GameSpec
@@ -56,6 +56,9 @@ class Options:
     max_upload_bytes: int = 20 * 1024 * 1024
     max_author_bytes: int = 1_000_000_000  # what an author's versions may hold unpacked
     state_limits_s: dict[str, float] = field(default_factory=lambda: dict(STATE_LIMITS_S))
+    # A playing version that loses this many games in a row by its own fault (a crash, a
+    # timeout, an illegal move...) is retired from the ladder (rejected, with the cause); 0: never.
+    failing_streak: int = FAILING_STREAK
     view: Path | None = None  # where this process reaches ``data`` (a private bind mount), if elsewhere
 
 
@@ -67,6 +70,8 @@ class Standing:
     wins: int = 0
     losses: int = 0
     failures: int = 0
+    failing_streak: int = 0  # games lost in a row by its own fault, up to the last one
+    last_failure: str = ""  # that last fault's reason
     last_game: str | None = None
     last_at: str | None = None
     history: list[tuple[int, float, float]] = field(default_factory=list)  # (idx, mu, sigma), thinned
@@ -149,6 +154,7 @@ class Arena:
                 )
             else:
                 self.store.set_state(version.id, "queued", cause="checked again: the server restarted")
+        self._retire_failing(list(self.standings))  # say, after --failing-streak was lowered
 
     def _add_house_bots(self) -> None:
         from arena.bots.manifest import Manifest
@@ -428,6 +434,7 @@ class Arena:
                 spec.game_id,
                 record.get("finished_at"),
             )
+        self._retire_failing((spec.seat0, spec.seat1))
         self.publish(
             "game_ended",
             {
@@ -448,12 +455,17 @@ class Arena:
         for seat, name in enumerate(names):
             standing = self.standings.setdefault(name, Standing())
             standing.games += 1
+            own_fault = seat != winner and reason not in ("normal", "interrupted")
             if seat == winner:
                 standing.wins += 1
             else:
                 standing.losses += 1
-                if reason != "normal":
-                    standing.failures += 1
+                standing.failures += own_fault
+            if own_fault:
+                standing.failing_streak += 1
+                standing.last_failure = reason
+            elif reason != "interrupted":  # an interrupted game says nothing about the bot
+                standing.failing_streak = 0
             standing.last_game = game_id
             standing.last_at = finished if isinstance(finished, str) else None
             rating = self.ratings.ratings[name]
@@ -462,6 +474,22 @@ class Arena:
                 if len(standing.history) >= HISTORY_POINTS:  # thinned: memory stays flat
                     standing.history = standing.history[::2]
                     standing.stride *= 2
+
+    def _retire_failing(self, labels: Iterable[str]) -> None:
+        """Retire each of these versions that plays and has lost ``failing_streak`` games in a
+        row by its own fault: it is rejected with the cause, so its author sees why, and the
+        bot's newest other active version (if any) plays instead. Its games are kept."""
+        limit = self.options.failing_streak
+        if limit <= 0:
+            return
+        for label in labels:
+            standing = self.standings.get(label)
+            if standing is not None and standing.failing_streak >= limit:
+                self._reject_label(
+                    label,
+                    f"retired from the ladder: it lost its last {standing.failing_streak} games in a "
+                    f"row by its own fault (the last: {standing.last_failure})",
+                )
 
     def _reject_label(self, label: str, cause: str) -> None:
         for version in self.playing():

@@ -227,3 +227,60 @@ def test_an_authors_storage_is_bounded(api: tuple[TestClient, Arena]) -> None:
     over = upload(client, alice, "big", archive("big", {"blob": b"y" * 20_000}))
     assert over.status_code == 413 and "storage quota" in over.json()["detail"]
     assert len(client.get("/api/bots/big").json()["versions"]) == 1
+
+
+def test_a_version_that_keeps_failing_is_retired_and_the_older_one_plays(
+    api: tuple[TestClient, Arena],
+) -> None:
+    """A version that passed its check but then loses game after game by its own fault (a
+    crash, a timeout...) is rejected with the cause once its streak reaches failing_streak; a
+    game it plays without a fault resets the streak, and the bot's older active version plays
+    again. Its games are kept."""
+    from arena.engine.state import GameState
+    from arena.records import make_record
+
+    client, arena = api
+    arena.options.failing_streak = 3
+    alice = add_author(client, "alice")
+    for i in (1, 2):
+        version = upload(client, alice, "flaky", archive("flaky", {"n": str(i).encode()})).json()["id"]
+        arena._on_host({"op": "checked", "version": version, "ok": True, "problems": []})
+    assert {v.label for v in arena.playing()} == {"random.v1", "flaky.v2"}
+    played = 0
+
+    def game(loser_reason: str, flaky_seat: int = 1) -> None:
+        nonlocal played
+        seats = ["random.v1", "random.v1"]
+        seats[flaky_seat] = "flaky.v2"
+        state = GameState.new(seed=played)
+        record = make_record(state, seats, [], {"scores": [0, 0], "winner": 1 - flaky_seat,
+                                                "reason": loser_reason, "detail": "it died"})
+        arena._on_done({"game": {"index": played, "game_id": f"g{played}", "seat0": seats[0],
+                                 "seat1": seats[1], "seed": played, "pair": played // 2 + 1},
+                        "record": record, "duration_s": 0.1})
+        played += 1
+
+    game("crash")
+    game("timeout", flaky_seat=0)
+    game("interrupted")  # the harness's doing, not the bot's: neither counts nor resets
+    assert arena.standings["flaky.v2"].failing_streak == 2
+    game("crash")
+    versions = {v["number"]: v for v in client.get("/api/bots/flaky").json()["versions"]}
+    assert versions[2]["state"] == "rejected"
+    assert versions[2]["cause"] == (
+        "retired from the ladder: it lost its last 3 games in a row by its own fault (the last: crash)"
+    )
+    assert {v.label for v in arena.playing()} == {"random.v1", "flaky.v1"}
+    assert arena.standings["flaky.v2"].games == 4  # kept, with its rating
+    assert list(arena.results.rows("SELECT COUNT(*) FROM games")) == [(4,)]  # all four stored
+
+
+def test_a_game_without_a_fault_resets_the_failing_streak(api: tuple[TestClient, Arena]) -> None:
+    arena = api[1]
+    arena.options.failing_streak = 2
+    arena._rate(0, "a.v1", "b.v1", 1, "crash", "g0", None)
+    arena._rate(1, "a.v1", "b.v1", 0, "normal", "g1", None)  # a's win: no fault
+    arena._rate(2, "a.v1", "b.v1", 1, "normal", "g2", None)  # a's loss by the rules: no fault
+    arena._rate(3, "a.v1", "b.v1", 1, "timeout", "g3", None)
+    assert arena.standings["a.v1"].failing_streak == 1
+    assert arena.standings["b.v1"].failing_streak == 0
