@@ -254,6 +254,12 @@ def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) ->
         assert "429" in answers[-1].stderr and "retry after" in answers[-1].stderr, [
             a.stderr for a in answers
         ]
+        # the organizer revokes carol from the command line: her token stops at once
+        revoked = arena("author", "revoke", "carol", "--server", server.url, "--token-file", str(token_file))
+        assert revoked.returncode == 0, revoked.stderr
+        after = arena("status", "--server", server.url, env={"ARENA_TOKEN": tokens["carol"]})
+        assert after.returncode == 1 and "401" in after.stderr, after.stdout + after.stderr
+        assert arena("status", "--server", server.url, env={"ARENA_TOKEN": tokens["bob"]}).returncode == 0
 
         # at least 10 ladder games stored within a minute
         deadline = time.monotonic() + 60
