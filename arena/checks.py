@@ -25,6 +25,7 @@ from arena.engine.components import patchwork
 from arena.errors import ArenaError, BotTerminatedError
 from arena.launch import scratch as scratch_folders
 from arena.launch.launcher import Launcher, UnconfinedLauncher
+from arena.launch.levels import Sandbox
 from arena.launch.process import STDERR_CAP_BYTES, log_was_cut
 from arena.referee import GameResult, Termination, failure_detail, termination_for
 from arena.tournament.schedule import GameSpec, match_schedule
@@ -382,7 +383,7 @@ def submit(bot: Path, entrants: Path, *, games: int = 4, launcher: Launcher | No
         return Submission(ConformanceReport(problems=[
             f"{shown(str(entrants))}: the entrants folder is inside the bot folder {shown(str(bot))}: "
             "choose one outside it"]))
-    launcher = launcher or Launcher.for_level("strict")
+    launcher = launcher or Launcher.for_level(Sandbox.STRICT)
     report = ConformanceReport()
     created = not entrants.exists()
     entrants.mkdir(parents=True, exist_ok=True)

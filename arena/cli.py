@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from arena import __version__
-from arena.clock import DEFAULT_TIME_CONTROL
+from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
 from arena.engine.components import GAME_EDITIONS, GAMES
 from arena.errors import ArenaError
-from arena.launch.launcher import LEVELS as SANDBOX_LEVELS
 from arena.launch.launcher import Launcher
+from arena.launch.levels import LEVELS as SANDBOX_LEVELS
+from arena.launch.levels import Sandbox
 from arena.serve.ladder import FAILING_STREAK
 from arena.tournament.config import DEFAULTS as TOURNAMENT_DEFAULTS
 from arena.tournament.config import (
@@ -420,9 +421,10 @@ def _time_control_options(func):  # type: ignore[no-untyped-def]
     return func
 
 
-def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
-    """``--sandbox strict|none``: how bots are confined (docs/sandbox.md)."""
-    if default == "none":
+def _sandbox_option(default: Sandbox | None):  # type: ignore[no-untyped-def]
+    """``--sandbox strict|none``: how bots are confined (docs/sandbox.md); the command gets
+    a :class:`Sandbox` (or None when the option has no default and is not given)."""
+    if default == Sandbox.NONE:
         text = ("How to confine the bots: none (default: resource limits and process-tree control "
                 "only, builds run in the bot's folder: for a bot author's own machine) or strict "
                 "(bubblewrap, builds too; needs root).")
@@ -430,11 +432,13 @@ def _sandbox_option(default: str | None):  # type: ignore[no-untyped-def]
         text = ("How to confine the bots: strict (the default: bubblewrap, no network, only their "
                 "own folder; builds too, in a private copy; needs root) or none (resource limits "
                 "only, for a machine you trust).")
-    return click.option("--sandbox", type=click.Choice(SANDBOX_LEVELS), default=default,
+    return click.option("--sandbox", type=click.Choice(SANDBOX_LEVELS),
+                        default=None if default is None else default.value,
+                        callback=lambda _ctx, _param, value: None if value is None else Sandbox(value),
                         show_default=default is not None, help=text)
 
 
-def _launcher(level: str, pondering: bool = False, *, announce: bool = True) -> Launcher:
+def _launcher(level: Sandbox, pondering: bool = False, *, announce: bool = True) -> Launcher:
     """The launcher for ``--sandbox``, built once here and handed down; with ``announce``
     say which limits are in force (or fail with why the level cannot be had)."""
     launcher = Launcher.for_level(level)
@@ -508,12 +512,12 @@ _PONDERING_HELP = ("Let strict-sandboxed bots compute between their moves and be
               show_default=True, help="Folder for the bots' stderr and build logs.")
 @_time_control_options
 @_game_options
-@_sandbox_option("none")
+@_sandbox_option(Sandbox.NONE)
 @click.option("--pondering", is_flag=True, help=_PONDERING_HELP)
 @_trace_option
 def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str | None, show: bool, out: Path | None,
          logs: Path, per_move_ms: int, bank_ms: int, first_move_ms: int, game: str,
-         components_file: Path | None, sandbox: str, pondering: bool, trace: bool) -> None:
+         components_file: Path | None, sandbox: Sandbox, pondering: bool, trace: bool) -> None:
     """Play games between two bot folders (each with a bot.toml); seats alternate.
 
     \b
@@ -522,7 +526,6 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str | None, s
       arena play sample_bots/mcts sample_bots/greedy --games 2 --show
     """
     from arena.checks import outcome_text
-    from arena.clock import TimeControl
     from arena.engine.render import render
     from arena.records import append_record
     from arena.tournament.schedule import match_schedule
@@ -577,10 +580,10 @@ def play(bot_a: Path, bot_b: Path, games: int, seed: int, edition: str | None, s
               help="Seed of the first pair of games (the next pair uses SEED+1, ...).")
 @_time_control_options
 @_game_options
-@_sandbox_option("none")
+@_sandbox_option(Sandbox.NONE)
 @_trace_option
 def check_bot(bot: Path, games: int, logs: Path | None, seed: int, per_move_ms: int, bank_ms: int,
-              first_move_ms: int, game: str, components_file: Path | None, sandbox: str,
+              first_move_ms: int, game: str, components_file: Path | None, sandbox: Sandbox,
               trace: bool) -> None:
     """Conformance check to run before submitting BOT: exits non-zero if anything is wrong."""
     from arena.checks import run_conformance
@@ -639,7 +642,7 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
                            per_move_ms: int | None,
                            bank_ms: int | None, first_move_ms: int | None, edition: str | None,
                            game: str | None, components_file: Path | None, out: Path | None,
-                           dask_address: str | None, sandbox: str | None, pondering: bool | None) -> None:
+                           dask_address: str | None, sandbox: Sandbox | None, pondering: bool | None) -> None:
     """Run a tournament (CONFIG_FILE is TOML; flags override it). Resumable: run the same
     command again after an interruption and only the missing games are played.
 
@@ -664,8 +667,9 @@ def run_tournament_command(config_file: Path | None, entrants: tuple[Path, ...],
         f"({', '.join(config.names)}), " + _games_line(config) + f", concurrency {config.concurrency}"
         + (f", Dask at {dask_address}" if dask_address else "") + f"; results in {config.out}",
         newlines=False))
-    click.echo(f"time control: {config.per_move_ms} ms a move, a bank of {config.bank_ms} ms, "
-               f"{config.first_move_ms} ms for a first move; seed {config.seed}"
+    tc = config.time_control
+    click.echo(f"time control: {tc.per_move_ms} ms a move, a bank of {tc.bank_ms} ms, "
+               f"{tc.first_move_ms} ms for a first move; seed {config.seed}"
                + (f", edition {config.edition}" if config.game == "patchwork" else ""))
     launcher = _launcher(config.sandbox, config.pondering, announce=not dask_address)
     if dask_address and launcher.copies_builds:
@@ -873,10 +877,10 @@ def ratings(results: Path, csv_path: Path | None) -> None:
               show_default=True)
 @_time_control_options
 @_game_options
-@_sandbox_option("none")
+@_sandbox_option(Sandbox.NONE)
 def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: float, max_games: int,
          concurrency: int, seed: int, edition: str | None, out: Path | None, logs: Path, per_move_ms: int,
-         bank_ms: int, first_move_ms: int, game: str, components_file: Path | None, sandbox: str) -> None:
+         bank_ms: int, first_move_ms: int, game: str, components_file: Path | None, sandbox: Sandbox) -> None:
     """Is NEW stronger than OLD? Plays seat-swapped game pairs until the sequential
     probability ratio test accepts H1 (NEW is stronger by elo1) or H0 (by elo0 only).
 
@@ -884,7 +888,6 @@ def sprt(new: Path, old: Path, elo0: float, elo1: float, alpha: float, beta: flo
     3 on any error (a bot that cannot be built or started, an invalid bot.toml, a bad path or
     option): then no verdict.
     """
-    from arena.clock import TimeControl
     from arena.tournament.sequential import run_sprt
     from arena.tournament.sprt import SPRT
 
@@ -935,9 +938,9 @@ def _echo_report(report: ConformanceReport) -> None:
               help="Replace an entrant of the same name; the old version is kept in "
                    "ENTRANTS/.previous/NAME-<UTC time>/. Without it an existing name is refused.")
 @_time_control_options
-@_sandbox_option("strict")
+@_sandbox_option(Sandbox.STRICT)
 def submit(bot: Path, entrants: Path, games: int, replace: bool, per_move_ms: int, bank_ms: int,
-           first_move_ms: int, sandbox: str) -> None:
+           first_move_ms: int, sandbox: Sandbox) -> None:
     """Hand in BOT: build it, run the conformance check, and copy it into the entrants
     folder only if it passes. The bot is a stranger's code: it is built and checked under
     the strict sandbox unless --sandbox none is given. An entrant of the same name is
@@ -999,7 +1002,7 @@ TOKEN_FILE_HELP = "A file holding the token (default: the ARENA_TOKEN environmen
                    "never empty.")
 @click.option("--user", default=None,
               help="The unprivileged user the web process runs as when started as root (default: nobody).")
-@_sandbox_option("strict")
+@_sandbox_option(Sandbox.STRICT)
 @click.option("--uploads-per-hour", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="Uploads each author may make in any hour.")
 @click.option("--max-upload-mb", type=click.IntRange(1, 1024), default=20, show_default=True,
@@ -1012,8 +1015,8 @@ TOKEN_FILE_HELP = "A file holding the token (default: the ARENA_TOKEN environmen
                    "in a row by its own fault: a crash, a timeout, an illegal move; 0: never.")
 def serve(data: Path, host: str, port: int, game: str, components_file: Path | None, edition: str | None,
           per_move_ms: int, bank_ms: int, first_move_ms: int, concurrency: int | None,
-          dask_address: str | None, house_bots: str, user: str | None, sandbox: str, uploads_per_hour: int,
-          max_upload_mb: int, max_author_mb: int, failing_streak: int) -> None:
+          dask_address: str | None, house_bots: str, user: str | None, sandbox: Sandbox,
+          uploads_per_hour: int, max_upload_mb: int, max_author_mb: int, failing_streak: int) -> None:
     """Run an arena: authors upload bots over HTTP, each version is checked in the sandbox,
     a rated ladder plays continuously, and the leaderboard and games are served live."""
     from arena.serve.server import serve as run_server
@@ -1028,8 +1031,9 @@ def serve(data: Path, host: str, port: int, game: str, components_file: Path | N
     for name in names:
         if not is_valid_name(name):
             raise click.UsageError(f"--house-bots: {shown(name)} is not a bot name")
-    options = Options(data=data, game=game, edition=rules.edition, per_move_ms=per_move_ms, bank_ms=bank_ms,
-                      first_move_ms=first_move_ms, concurrency=concurrency or usable_cpus(),
+    options = Options(data=data, game=game, edition=rules.edition,
+                      time_control=TimeControl(per_move_ms, bank_ms, first_move_ms),
+                      concurrency=concurrency or usable_cpus(),
                       dask=dask_address,
                       sandbox=sandbox, house_bots=names, uploads_per_hour=uploads_per_hour,
                       max_upload_bytes=max_upload_mb * 1_000_000,

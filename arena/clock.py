@@ -7,7 +7,7 @@ bank are computed one way only.
 
 A bot's limit for one move is ``per_move_ms``, or ``first_move_ms`` for its first move of
 a game. Time beyond the limit is drawn from its bank (``bank_ms`` per game); a move that
-takes longer than limit + what is left of the bank is a timeout.
+takes longer than limit + what is left of the bank (its :class:`Allowance`) is a timeout.
 """
 
 from __future__ import annotations
@@ -38,6 +38,15 @@ class TimeControl:
         """The per-move limit of a move (before the bank)."""
         return self.first_move_ms if first_move else self.per_move_ms
 
+    def game_time_ms(self, moves: int) -> int:
+        """The most both bots' clocks allow over a game of at most ``moves`` moves: every
+        move at the per-move limit, plus each seat's first-move limit and whole bank.
+
+        >>> TimeControl(per_move_ms=100, bank_ms=50, first_move_ms=500).game_time_ms(10)
+        2100
+        """
+        return moves * self.per_move_ms + 2 * (self.first_move_ms + self.bank_ms)
+
     def to_json(self) -> dict[str, int]:
         return {"per_move_ms": self.per_move_ms, "bank_ms": self.bank_ms,
                 "first_move_ms": self.first_move_ms}
@@ -50,12 +59,40 @@ class TimeControl:
 DEFAULT_TIME_CONTROL = TimeControl()
 
 
+@dataclass(frozen=True)
+class Allowance:
+    """What one move may take, fixed when it is requested: the move's limit and what is left
+    of the seat's bank (:meth:`GameClock.allowance`)."""
+
+    limit_ms: int
+    bank_ms: float
+
+    @property
+    def total_ms(self) -> float:
+        """The limit plus the bank: longer than this is a timeout."""
+        return self.limit_ms + self.bank_ms
+
+    @property
+    def total_s(self) -> float:
+        return self.total_ms / 1000.0
+
+    def deadline(self, sent: float) -> float:
+        """When the move is late, on the clock that read ``sent`` (seconds) as it was requested."""
+        return sent + self.total_s
+
+    def over_ms(self, used_ms: float) -> float:
+        """By how many ms a move that took ``used_ms`` went past the allowance (< 0: within it)."""
+        return used_ms - self.total_ms
+
+
 class GameClock:
     """Both seats' clocks for one game: banks, and whether each seat has moved yet.
 
     >>> clock = GameClock(TimeControl(per_move_ms=100, bank_ms=50, first_move_ms=500))
     >>> clock.allowance_ms(0)   # first move: 500 + the whole bank
     550.0
+    >>> clock.deadline(0, sent=10.0)  # requested at 10 s: late after 10.55 s
+    10.55
     >>> clock.charge(0, 520.0)  # 20 ms over the first-move limit, from the bank
     0.0
     >>> clock.bank_ms(0), clock.limit_ms(0)
@@ -77,9 +114,18 @@ class GameClock:
     def bank_ms(self, seat: int) -> float:
         return self._banks[seat]
 
+    def allowance(self, seat: int) -> Allowance:
+        """``seat``'s next move's limit and bank, as they stand now (kept by whoever waits for
+        the move: :meth:`charge` then changes the bank)."""
+        return Allowance(self.limit_ms(seat), self._banks[seat])
+
     def allowance_ms(self, seat: int) -> float:
         """How long ``seat``'s next move may take in all: its limit plus its bank."""
-        return self.limit_ms(seat) + self._banks[seat]
+        return self.allowance(seat).total_ms
+
+    def deadline(self, seat: int, sent: float) -> float:
+        """When ``seat``'s next move, requested at ``sent`` (seconds), is late."""
+        return self.allowance(seat).deadline(sent)
 
     def charge(self, seat: int, used_ms: float) -> float:
         """Record a move of ``seat`` that took ``used_ms``; returns by how many ms it went over

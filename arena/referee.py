@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from arena.clock import DEFAULT_TIME_CONTROL, GameClock, TimeControl
+from arena.clock import DEFAULT_TIME_CONTROL, Allowance, GameClock, TimeControl
 from arena.engine import GameState, Ruleset, Termination
 from arena.errors import (
     ArenaError,
@@ -258,9 +258,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
                 else:
                     parking = functools.partial(park, waiting)
             seq = bot.next_seq()
-            limit_ms = clocks.limit_ms(mover)
-            bank_ms = clocks.bank_ms(mover)
-            # per_move_ms is the limit of that seat's next move (larger for its first)
+            allowance = clocks.allowance(mover)  # the limit (larger for a first move) and the bank
             text = messages.move_request_text(seq, game_id, state, clocks.to_json(),
                                               legal_moves=bot.wants_legal_moves)
             if parking is not None and clock() >= park_at:  # the grace ran out while it was built
@@ -275,10 +273,10 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
             sent = clock()  # the clock starts once the bot can run
             # A long request (legal moves) may not fit in the pipe: a bot that thinks before it
             # reads is waited for as long as its time for the move lasts, and no longer.
-            _send_text(bot, mover, text, (limit_ms + bank_ms) / 1000.0)
+            _send_text(bot, mover, text, allowance.total_s)
             if measure:
                 overhead.append(time.perf_counter_ns() - t_ready + decode_ns - thaw_ns)
-            reply, stale_now = _await_move(bot, mover, seq, sent, limit_ms, bank_ms, clock, parking, park_at)
+            reply, stale_now = _await_move(bot, mover, seq, sent, allowance, clock, parking, park_at)
             replied[mover] = clock()
             used_ms = (replied[mover] - sent) * 1000.0
             if measure:
@@ -288,7 +286,7 @@ def play_game(bots: tuple[Player, Player], *, seed: int, edition: str = "revised
                 decode_ns = bot.last_decode_ns  # decoding the reply is referee work too
             stale += stale_now
             if clocks.charge(mover, used_ms) > 0:  # the reply arrived just past the deadline
-                raise _Forfeit(mover, BotTimeoutError(_too_slow(bot.name, used_ms, limit_ms, bank_ms)))
+                raise _Forfeit(mover, BotTimeoutError(_too_slow(bot.name, used_ms, allowance)))
             try:
                 move = state.apply_json(reply["move"])
             except IllegalMoveError as exc:
@@ -351,11 +349,11 @@ def _tell_offender(bot: Player, termination: Termination, detail: str) -> None:
         pass
 
 
-def _too_slow(name: str, used_ms: float, limit_ms: int, bank_ms: float) -> str:
+def _too_slow(name: str, used_ms: float, allowance: Allowance) -> str:
     # to a tenth when it was over by less than 1 ms: "took 30 ms ... (30 ms in all)" read as on time
-    took = f"{used_ms:.0f}" if used_ms - (limit_ms + bank_ms) >= 1 else f"{used_ms:.1f}"
-    return (f"{name} took {took} ms for a move: its limit was {limit_ms} ms plus "
-            f"{bank_ms:.0f} ms left in its bank ({limit_ms + bank_ms:.0f} ms in all)")
+    took = f"{used_ms:.0f}" if allowance.over_ms(used_ms) >= 1 else f"{used_ms:.1f}"
+    return (f"{name} took {took} ms for a move: its limit was {allowance.limit_ms} ms plus "
+            f"{allowance.bank_ms:.0f} ms left in its bank ({allowance.total_ms:.0f} ms in all)")
 
 
 def failure_detail(bot: Player, error: Exception, termination: Termination) -> str:
@@ -410,12 +408,13 @@ def _send_text(bot: Player, seat: int, text: str, timeout_s: float | None = None
         raise _Forfeit(seat, exc) from None
 
 
-def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, bank_ms: float,
+def _await_move(bot: Player, seat: int, seq: int, sent: float, allowance: Allowance,
                 clock: Callable[[], float], park: Callable[[], None] | None = None,
                 park_at: float = 0.0) -> tuple[dict[str, Any], int]:
-    """Wait for the move answering ``seq``; stale replies are dropped and counted. ``park``
-    is called at ``park_at`` (at once if that has passed), unless the reply comes first."""
-    deadline = sent + (limit_ms + bank_ms) / 1000.0
+    """Wait for the move answering ``seq``, requested at ``sent``, until its ``allowance``
+    runs out; stale replies are dropped and counted. ``park`` is called at ``park_at`` (at
+    once if that has passed), unless the reply comes first."""
+    deadline = allowance.deadline(sent)
     stale = stale_bytes = 0
     stale_seqs: set[int] | None = None  # what the stale replies carried (said if the bot times out)
     while True:
@@ -423,7 +422,8 @@ def _await_move(bot: Player, seat: int, seq: int, sent: float, limit_ms: int, ba
         remaining = deadline - now
         if remaining <= 0:
             raise _Forfeit(seat, BotTimeoutError(
-                f"{bot.name} did not answer: its limit was {limit_ms} ms plus {bank_ms:.0f} ms left "
+                f"{bot.name} did not answer: its limit was {allowance.limit_ms} ms plus "
+                f"{allowance.bank_ms:.0f} ms left "
                 f"in its bank, and the referee gave up after {(clock() - sent) * 1000:.0f} ms"
                 + _stale_note(stale, stale_seqs, seq), silent=not stale))
         wait = remaining

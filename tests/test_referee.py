@@ -283,7 +283,9 @@ def test_every_message_the_referee_sends_matches_its_schema(tmp_path: Path) -> N
 
 def test_a_reply_late_by_less_than_a_millisecond_reads_late() -> None:
     """Red team: 'took 30 ms for a move: its limit was 30 ms plus 0 ms' (rounded) read as on time."""
+    from arena.clock import Allowance
     from arena.referee import _too_slow
 
-    assert "took 30.3 ms for a move: its limit was 30 ms plus 0 ms" in _too_slow("b", 30.3, 30, 0.0)
-    assert "took 45 ms for a move" in _too_slow("b", 45.2, 30, 0.0)
+    late = Allowance(limit_ms=30, bank_ms=0.0)
+    assert "took 30.3 ms for a move: its limit was 30 ms plus 0 ms" in _too_slow("b", 30.3, late)
+    assert "took 45 ms for a move" in _too_slow("b", 45.2, late)

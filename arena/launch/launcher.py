@@ -43,12 +43,11 @@ from arena.launch.bubblewrap import (
     runtime_paths,
 )
 from arena.launch.cgroup import remove_stale_groups
+from arena.launch.levels import LEVELS
+from arena.launch.levels import Sandbox as Level
 from arena.launch.process import BotProcess, ResourceLimits
 from arena.launch.proctree import pipe_holders, read_stat
 from arena.untrusted import walk_at
-
-LEVELS = ("none", "strict")
-"""The sandbox levels, as ``--sandbox`` and the tournament config's ``sandbox`` key spell them."""
 
 
 @dataclass(frozen=True)
@@ -57,15 +56,16 @@ class Launcher:
     :meth:`for_level`."""
 
     limits: ResourceLimits = ResourceLimits()  # per process, for every bot it starts
-    level: ClassVar[str]
+    level: ClassVar[Level]
     copies_builds: ClassVar[bool] = False
     """True: a build runs in a private copy of the bot's folder (see :meth:`building`)."""
 
     @staticmethod
-    def for_level(level: str, *, limits: ResourceLimits | None = None,
+    def for_level(level: Level | str, *, limits: ResourceLimits | None = None,
                   sandbox_limits: SandboxLimits | None = None, use_cgroups: bool = True) -> Launcher:
-        """The launcher for ``level`` (``"none"`` or ``"strict"``); raises ConfigError for any
-        other. Nothing is checked yet: :meth:`check` says whether the level can be had here."""
+        """The launcher for ``level`` (a :class:`~arena.launch.levels.Sandbox`, or its value
+        ``"none"`` or ``"strict"``); raises ConfigError for any other. Nothing is checked
+        yet: :meth:`check` says whether the level can be had here."""
         limits = limits or ResourceLimits()
         if level == UnconfinedLauncher.level:
             return UnconfinedLauncher(limits)
@@ -127,7 +127,7 @@ class Launcher:
 class UnconfinedLauncher(Launcher):
     """Level ``none``: resource limits and process-tree control only."""
 
-    level: ClassVar[str] = "none"
+    level: ClassVar[Level] = Level.NONE
 
 
 _MAX_SIGNAL = 64  # SIGRTMAX on Linux
@@ -161,7 +161,7 @@ class BubblewrapLauncher(Launcher):
     uid: int = UID_BASE  # the bot's own once claimed (see claim)
     writable_folder: bool = False  # a build's: see building
     _claim: UidClaim | None = field(default=None, compare=False, repr=False)
-    level: ClassVar[str] = "strict"
+    level: ClassVar[Level] = Level.STRICT
     copies_builds: ClassVar[bool] = True
 
     @property

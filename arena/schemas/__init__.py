@@ -16,6 +16,7 @@ A bot's name is checked by :func:`arena.untrusted.is_valid_name` (the schema's
 from __future__ import annotations
 
 import difflib
+import enum
 import json
 import math
 import re
@@ -209,6 +210,8 @@ def plain(value: Any) -> Any:
         return {k: plain(v) for k, v in value.items()}
     if hasattr(value, "__fspath__"):
         return str(value)
+    if isinstance(value, enum.Enum):  # a --sandbox level
+        return value.value
     return value
 
 

@@ -266,11 +266,7 @@ def create_app(
             "games": arena.games_stored,
             "running": len(arena.live),
             "playing": [v.label for v in arena.playing()],
-            "time_control": {
-                "per_move_ms": arena.options.per_move_ms,
-                "bank_ms": arena.options.bank_ms,
-                "first_move_ms": arena.options.first_move_ms,
-            },
+            "time_control": arena.options.time_control.to_json(),
             "game": arena.options.game,
             "edition": arena.options.edition,
         }

@@ -41,7 +41,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
 from arena.errors import ArenaError
+from arena.launch.levels import Sandbox
 from arena.signals import die_with_parent
 from arena.untrusted import copy_folder, inside, is_valid_name, remove_tree
 
@@ -147,7 +149,6 @@ class Host:
             self.play_run(run)
 
     def play_run(self, run: dict[str, Any]) -> None:
-        from arena.clock import TimeControl
         from arena.engine.components import ruleset_for
         from arena.tournament.schedule import GameSpec
         from arena.tournament.series import Lineup
@@ -159,7 +160,7 @@ class Host:
         executor: Any = None
         try:
             entrants = [(str(e["label"]), str(e["folder"])) for e in run["entrants"]]
-            tc = TimeControl(self.args.per_move_ms, self.args.bank_ms, self.args.first_move_ms)
+            tc = _time_control(self.args)
             ruleset = ruleset_for(self.args.game, self.args.edition, None)
             logs = self.private / "logs" / "ladder"
             # Each version is built once, in the background: the run starts with the versions
@@ -402,7 +403,7 @@ class Host:
             "--first-move-ms",
             str(a.first_move_ms),
             "--sandbox",
-            a.sandbox,
+            a.sandbox.value,
         ]
 
 
@@ -472,10 +473,15 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True)
     parser.add_argument("--game", default="patchwork")
     parser.add_argument("--edition", default="revised")
-    parser.add_argument("--per-move-ms", type=int, default=1000)
-    parser.add_argument("--bank-ms", type=int, default=10_000)
-    parser.add_argument("--first-move-ms", type=int, default=5000)
-    parser.add_argument("--sandbox", default="strict")
+    parser.add_argument("--per-move-ms", type=int, default=DEFAULT_TIME_CONTROL.per_move_ms)
+    parser.add_argument("--bank-ms", type=int, default=DEFAULT_TIME_CONTROL.bank_ms)
+    parser.add_argument("--first-move-ms", type=int, default=DEFAULT_TIME_CONTROL.first_move_ms)
+    parser.add_argument("--sandbox", type=Sandbox, choices=list(Sandbox), default=Sandbox.STRICT)
+
+
+def _time_control(args: argparse.Namespace) -> TimeControl:
+    """The time control the service passed as flags (service.start_host)."""
+    return TimeControl(args.per_move_ms, args.bank_ms, args.first_move_ms)
 
 
 def main(argv: list[str] | None = None) -> int:

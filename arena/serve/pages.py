@@ -458,11 +458,7 @@ def add_pages(
             "first_player": 0,  # seat 0 moves first (GameSpec)
             "players": [live.spec.seat0, live.spec.seat1],
             "game_id": game_id,
-            "time_control": {
-                "per_move_ms": o.per_move_ms,
-                "bank_ms": o.bank_ms,
-                "first_move_ms": o.first_move_ms,
-            },
+            "time_control": o.time_control.to_json(),
             "moves": moves[:shown_count],
         }
         try:

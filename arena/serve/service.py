@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena.clock import DEFAULT_TIME_CONTROL
+from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
 from arena.errors import ArenaError
+from arena.launch.levels import Sandbox
 from arena.serve.ladder import FAILING_STREAK, Entrant, choose, pair_key
 from arena.serve.store import HOUSE, ArenaStore, Version
 from arena.tournament.ratings import OnlineRatings
@@ -45,12 +46,10 @@ class Options:
     data: Path
     game: str = "patchwork"
     edition: str = "revised"
-    per_move_ms: int = DEFAULT_TIME_CONTROL.per_move_ms
-    bank_ms: int = DEFAULT_TIME_CONTROL.bank_ms
-    first_move_ms: int = DEFAULT_TIME_CONTROL.first_move_ms
+    time_control: TimeControl = DEFAULT_TIME_CONTROL
     concurrency: int = 1
     dask: str | None = None
-    sandbox: str = "strict"
+    sandbox: Sandbox = Sandbox.STRICT
     house_bots: tuple[str, ...] = ("random", "greedy")
     uploads_per_hour: int = 20
     max_upload_bytes: int = 20 * 1024 * 1024
@@ -60,6 +59,9 @@ class Options:
     # timeout, an illegal move...) is retired from the ladder (rejected, with the cause); 0: never.
     failing_streak: int = FAILING_STREAK
     view: Path | None = None  # where this process reaches ``data`` (a private bind mount), if elsewhere
+
+    def __post_init__(self) -> None:
+        self.sandbox = Sandbox(self.sandbox)  # given as its value ("none"), it is still the enum
 
 
 @dataclass
@@ -746,17 +748,13 @@ class Arena:
                 "format": "round-robin",
                 "challengers": [],
                 "games": 2,
-                "time_control": {
-                    "per_move_ms": o.per_move_ms,
-                    "bank_ms": o.bank_ms,
-                    "first_move_ms": o.first_move_ms,
-                },
+                "time_control": o.time_control.to_json(),
                 "game": o.game,
                 "components": None,
                 "edition": o.edition,
                 "seed": 0,
                 "concurrency": o.concurrency,
-                "sandbox": o.sandbox,
+                "sandbox": o.sandbox.value,
                 "pondering": False,
             }
             copy.execute(
@@ -858,13 +856,13 @@ def start_host(options: Options) -> subprocess.Popen[str]:
         "--edition",
         o.edition,
         "--per-move-ms",
-        str(o.per_move_ms),
+        str(o.time_control.per_move_ms),
         "--bank-ms",
-        str(o.bank_ms),
+        str(o.time_control.bank_ms),
         "--first-move-ms",
-        str(o.first_move_ms),
+        str(o.time_control.first_move_ms),
         "--sandbox",
-        o.sandbox,
+        o.sandbox.value,
         "--concurrency",
         str(o.concurrency),
     ] + (["--dask", o.dask] if o.dask else [])

@@ -38,14 +38,15 @@ import os
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from arena.bots.manifest import MANIFEST, Manifest
-from arena.clock import DEFAULT_TIME_CONTROL
+from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
 from arena.engine.components import GAME_EDITIONS, Ruleset, ruleset_for
 from arena.errors import ConfigError
+from arena.launch.levels import Sandbox
 from arena.resources import sample_bots_dir
 from arena.schemas import MISSING, check, got, load_schema, parse_toml, plain, problem, toml_text
 from arena.schemas.components import check_components, load_components
@@ -60,15 +61,10 @@ _TC_PROPS = _PROPS["time_control"]["properties"]
 FORMATS: tuple[str, ...] = tuple(_PROPS["format"]["enum"])
 KEYS: tuple[str, ...] = tuple(_PROPS)
 TIME_CONTROL_KEYS: tuple[str, ...] = tuple(_TC_PROPS)
-SANDBOX_LEVELS: tuple[str, ...] = tuple(_PROPS["sandbox"]["enum"])
 RESULT_KEYS: tuple[str, ...] = ("entrants", "format", "challengers", "games", "rounds", "seed", "game",
                                 "components", "edition", "time_control")
 """The keys that change the games played; a resumed tournament must agree on all of them."""
 
-DEFAULTS: dict[str, Any] = {
-    "format": "round-robin", "challengers": [], "games": 10, "edition": "revised", "seed": 1,
-    **DEFAULT_TIME_CONTROL.to_json(),
-}
 DEMO_DEFAULTS: dict[str, Any] = {"games": 6, "per_move_ms": 250}
 """The embedded demo (no file, no entrants) plays shorter: the search bot uses all its time."""
 
@@ -118,25 +114,23 @@ class TournamentConfig:
     """What to play. Build it with :func:`load_config`; it is valid by construction there.
 
     ``entrants`` are the expanded bot folders with their names (``folders`` and ``names``
-    give the parallel tuples); the time control is ``per_move_ms``, ``bank_ms`` and
-    ``first_move_ms`` (``time_control`` gives them as a dict for ``TimeControl(**...)``).
+    give the parallel tuples). The defaults here are the defaults of a config file and of
+    ``run-tournament``'s flags (:data:`DEFAULTS`).
     """
 
     name: str
     entrants: tuple[Entrant, ...]
     format: Format = "round-robin"
     challengers: tuple[str, ...] = ()
-    games: int = 2
+    games: int = 10
     rounds: int = 0  # swiss only
-    per_move_ms: int = DEFAULT_TIME_CONTROL.per_move_ms
-    bank_ms: int = DEFAULT_TIME_CONTROL.bank_ms
-    first_move_ms: int = DEFAULT_TIME_CONTROL.first_move_ms
+    time_control: TimeControl = DEFAULT_TIME_CONTROL
     edition: str = "revised"
     game: str = "patchwork"
     components: dict | None = None  # a user's component table (stack-n-stuff), already validated
     seed: int = 1
     concurrency: int = field(default_factory=usable_cpus)
-    sandbox: str = "strict"  # "strict" or "none"; not a result key: it does not change results
+    sandbox: Sandbox = Sandbox.STRICT  # not a result key: it does not change results
     pondering: bool = False  # True: strict-sandboxed bots are not frozen off their turn
     out: Path = Path("results/demo")
 
@@ -147,11 +141,6 @@ class TournamentConfig:
     @property
     def folders(self) -> tuple[Path, ...]:
         return tuple(e.folder for e in self.entrants)
-
-    @property
-    def time_control(self) -> dict[str, int]:
-        return {"per_move_ms": self.per_move_ms, "bank_ms": self.bank_ms,
-                "first_move_ms": self.first_move_ms}
 
     def ruleset(self) -> Ruleset:
         """The rules every game of this tournament is played by (built once per process:
@@ -181,34 +170,35 @@ class TournamentConfig:
             "challengers": list(self.challengers),
             "games": self.games,
             "rounds": self.rounds,
-            "time_control": self.time_control,
+            "time_control": self.time_control.to_json(),
             "game": self.game,
             "components": self.components,
             "edition": self.edition,
             "seed": self.seed,
             "concurrency": self.concurrency,
-            "sandbox": self.sandbox,
+            "sandbox": self.sandbox.value,
             "pondering": self.pondering,
             "out": str(self.out),
         }
 
     @classmethod
     def from_json(cls, data: Any) -> TournamentConfig:
-        """Rebuild a stored config (no file access: bot folders are not read again)."""
+        """Rebuild a stored config (no file access: bot folders are not read again). Stored
+        configs of every version load: their keys are those of :meth:`to_json`."""
         try:
-            tc = data["time_control"]
             return cls(
                 name=data["name"],
                 entrants=tuple(Entrant(e["name"], Path(e["folder"]), e.get("description", ""))
                                for e in data["entrants"]),
                 format=data["format"], challengers=tuple(data["challengers"]), games=data["games"],
                 rounds=data.get("rounds", 0),
-                per_move_ms=tc["per_move_ms"], bank_ms=tc["bank_ms"], first_move_ms=tc["first_move_ms"],
-                edition=data["edition"], game=data.get("game", "patchwork"),
+                time_control=TimeControl.from_json(data["time_control"]),
+                edition=data["edition"], game=data.get("game", DEFAULTS["game"]),
                 components=data.get("components"), seed=data["seed"], concurrency=data["concurrency"],
-                sandbox=data.get("sandbox", "strict"), pondering=bool(data.get("pondering", False)),
+                sandbox=Sandbox(data.get("sandbox", DEFAULTS["sandbox"])),
+                pondering=bool(data.get("pondering", DEFAULTS["pondering"])),
                 out=Path(data["out"]))
-        except (KeyError, TypeError, AttributeError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ConfigError(f"stored tournament config is malformed ({exc!r})") from None
 
     def result_json(self) -> dict[str, Any]:
@@ -217,6 +207,16 @@ class TournamentConfig:
         out = {key: full[key] for key in RESULT_KEYS}
         out["entrants"] = [{"name": e.name, "folder": str(e.folder)} for e in self.entrants]
         return out
+
+
+_FIELD_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(TournamentConfig)}
+DEFAULTS: dict[str, Any] = {
+    **{key: _FIELD_DEFAULTS[key] for key in ("format", "games", "edition", "game", "seed", "pondering")},
+    "challengers": [], "sandbox": _FIELD_DEFAULTS["sandbox"].value,
+    **_FIELD_DEFAULTS["time_control"].to_json(),
+}
+"""A config's defaults under the file's keys (the time control's flat, as the flags give it):
+those of :class:`TournamentConfig`, their one home."""
 
 
 class _Given(NamedTuple):
@@ -315,7 +315,7 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     if games.value % 2:
         raise games.error("an even number of games per pairing (games come in pairs on the same seed "
                           "with the seats swapped)")
-    game = value("game", "patchwork")
+    game = value("game", DEFAULTS["game"])
     edition_given = given.get("edition")
     edition = (check_edition(game, edition_given.value, edition_given.source) if edition_given
                else check_edition(game, None))
@@ -360,13 +360,14 @@ def _build(given: dict[str, _Given], default_name: str) -> TournamentConfig:
     if fmt == "swiss":
         games = _Given(2, "swiss", Path.cwd(), "games")
     _check_size(games, len(names), len(challengers) if fmt == "gauntlet" else None, fmt, rounds)
-    time_control = {key: value(key, DEFAULTS[key]) for key in TIME_CONTROL_KEYS}
+    time_control = TimeControl(**{key: value(key, DEFAULTS[key]) for key in TIME_CONTROL_KEYS})
     return TournamentConfig(name=name, entrants=entrants, format=fmt, challengers=challengers,
                             games=games.value, rounds=rounds, edition=edition, game=game,
                             components=components, seed=value("seed", DEFAULTS["seed"]),
                             concurrency=value("concurrency", min(usable_cpus(), MAX_CONCURRENCY)),
-                            sandbox=value("sandbox", "strict"), pondering=value("pondering", False),
-                            out=out, **time_control)
+                            sandbox=Sandbox(value("sandbox", DEFAULTS["sandbox"])),
+                            pondering=value("pondering", DEFAULTS["pondering"]), out=out,
+                            time_control=time_control)
 
 
 def check_edition(game: str, edition: str | None, source: str = _CLI) -> str:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.bots.manifest import Manifest
-from arena.clock import TimeControl
 from arena.launch.launcher import Launcher
 from arena.referee import GameResult
 from arena.tournament.config import TournamentConfig
@@ -82,7 +81,7 @@ def tournament_lineup(config: TournamentConfig, launcher: Launcher | None = None
     """The lineup of a tournament: its entrants by name, its time control, rules, the
     launcher (default: the one for the config's sandbox level) and the secret of its hidden
     draws (:meth:`ResultStore.hidden_key`; default: a fresh one)."""
-    lineup = Lineup(config.folders, config.names, time_control=TimeControl(**config.time_control),
+    lineup = Lineup(config.folders, config.names, time_control=config.time_control,
                     ruleset=config.ruleset(), edition=config.edition,
                     launcher=launcher or Launcher.for_level(config.sandbox), pondering=config.pondering)
     return lineup if hidden_key is None else dataclasses.replace(lineup, hidden_key=hidden_key)

@@ -242,8 +242,7 @@ def game_deadline_s(time_control: TimeControl, ruleset: Ruleset) -> float:
     or places a special one: a bound, not a typical length). About 8 minutes at the
     default 1 s per move; games that are merely slow never come near it."""
     moves = 2 * (ruleset.final_space + 1) + len(ruleset.patches) + len(ruleset.special_spaces)
-    bots_ms = moves * time_control.per_move_ms + 2 * (time_control.first_move_ms + time_control.bank_ms)
-    return 2 * (bots_ms / 1000 + 2 * START_TIMEOUT_S) + 60
+    return 2 * (time_control.game_time_ms(moves) / 1000 + 2 * START_TIMEOUT_S) + 60
 
 
 class _Watchdog:

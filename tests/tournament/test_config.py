@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -9,8 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from arena.clock import DEFAULT_TIME_CONTROL, TimeControl
 from arena.errors import ConfigError
-from arena.tournament.config import KEYS, TournamentConfig, load_config, sample_bots_dir
+from arena.launch.levels import Sandbox
+from arena.tournament.config import (
+    DEFAULTS,
+    KEYS,
+    TIME_CONTROL_KEYS,
+    TournamentConfig,
+    load_config,
+    sample_bots_dir,
+)
 
 
 def make_bot(folder: Path, name: str | None = None, description: str = "") -> Path:
@@ -39,7 +49,7 @@ def test_embedded_default_is_the_sample_bots_round_robin() -> None:
     config = load_config(None, {})
     assert config.name == "demo"
     assert config.format == "round-robin"
-    assert config.games == 6 and config.seed == 1 and config.per_move_ms == 250
+    assert config.games == 6 and config.seed == 1 and config.time_control.per_move_ms == 250
     assert config.edition == "revised"
     assert config.concurrency == (os.cpu_count() or 1)
     assert config.out == Path("results/demo")
@@ -74,7 +84,7 @@ first_move_ms = 900
     assert config.entrants[0].description == "the alpha bot"
     assert (config.format, config.challengers, config.games, config.edition, config.seed) == \
         ("gauntlet", ("delta",), 4, "original", 42)
-    assert config.time_control == {"per_move_ms": 200, "bank_ms": 0, "first_move_ms": 900}
+    assert config.time_control == TimeControl(per_move_ms=200, bank_ms=0, first_move_ms=900)
     assert config.concurrency == 3
     assert config.out == tmp_path / "out/spring"
 
@@ -83,8 +93,8 @@ def test_defaults_for_missing_keys_and_name_from_the_file(tmp_path: Path, bots: 
     config = load_config(write(tmp_path / "autumn cup.toml", 'entrants = ["bots"]\n'), {})
     assert config.name == "autumn-cup"
     assert config.out == Path("results/autumn-cup")
-    assert (config.games, config.seed, config.format, config.bank_ms, config.first_move_ms) == \
-        (10, 1, "round-robin", 10_000, 5000)
+    assert (config.games, config.seed, config.format, config.time_control, config.sandbox) == \
+        (10, 1, "round-robin", DEFAULT_TIME_CONTROL, Sandbox.STRICT)
 
 
 def test_overrides_win_over_the_file(tmp_path: Path, bots: Path) -> None:
@@ -97,7 +107,7 @@ def test_overrides_win_over_the_file(tmp_path: Path, bots: Path) -> None:
                                 "name": "cli"})
     assert config.games == 6
     assert config.seed == 3  # None means "not given"
-    assert (config.per_move_ms, config.bank_ms) == (700, 5)
+    assert (config.time_control.per_move_ms, config.time_control.bank_ms) == (700, 5)
     assert config.names == ("one", "two")
     assert config.out == Path("elsewhere") and config.name == "cli"
 
@@ -275,9 +285,36 @@ def test_json_round_trip(tmp_path: Path, bots: Path) -> None:
     assert data["time_control"] == {"per_move_ms": 1000, "bank_ms": 10_000, "first_move_ms": 5000}
     assert data["entrants"][0] == {"name": "alpha", "folder": str((bots / "alpha").resolve()),
                                    "description": "the alpha bot"}
+    assert data["sandbox"] == "strict"
     assert TournamentConfig.from_json(data) == config
     with pytest.raises(ConfigError, match="malformed"):
         TournamentConfig.from_json({"name": "x"})
+    with pytest.raises(ConfigError, match="malformed"):
+        TournamentConfig.from_json({**data, "sandbox": "loose"})
+
+
+def test_a_config_stored_by_earlier_versions_loads_typed() -> None:
+    """A results folder's tournament config as earlier versions stored it: the time control as a
+    table of three numbers, the sandbox as its name (and, older still, no rounds, game, sandbox
+    or pondering)."""
+    stored = {"name": "old", "entrants": [{"name": "a", "folder": "/bots/a", "description": ""},
+                                          {"name": "b", "folder": "/bots/b"}],
+              "format": "round-robin", "challengers": [], "games": 4,
+              "time_control": {"per_move_ms": 300, "bank_ms": 0, "first_move_ms": 900},
+              "edition": "revised", "seed": 7, "concurrency": 2, "out": "results/old"}
+    config = TournamentConfig.from_json({**stored, "sandbox": "none", "pondering": False})
+    assert config.time_control == TimeControl(per_move_ms=300, bank_ms=0, first_move_ms=900)
+    assert config.sandbox is Sandbox.NONE and config.rounds == 0 and config.game == "patchwork"
+    assert TournamentConfig.from_json(stored).sandbox is Sandbox.STRICT
+    assert config.to_json()["time_control"] == stored["time_control"]
+
+
+def test_the_defaults_have_one_home() -> None:
+    """The file's and the flags' defaults are TournamentConfig's (games was 10 here, 2 there)."""
+    fields = {f.name: f.default for f in dataclasses.fields(TournamentConfig)}
+    assert DEFAULTS["games"] == fields["games"] == 10
+    assert {key: DEFAULTS[key] for key in TIME_CONTROL_KEYS} == DEFAULT_TIME_CONTROL.to_json()
+    assert DEFAULTS["sandbox"] == fields["sandbox"] == "strict"
 
 
 def test_a_folder_of_bots_skips_plain_folders_but_not_a_misnamed_manifest(tmp_path: Path) -> None:

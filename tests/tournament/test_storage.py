@@ -253,6 +253,27 @@ def test_config_mismatch_on_resume(config: TournamentConfig, tmp_path: Path) -> 
         assert store.stored_config() == config.to_json()
 
 
+def test_a_results_folder_of_the_previous_config_format_resumes(config: TournamentConfig,
+                                                                tmp_path: Path) -> None:
+    """The config as earlier versions stored it (the time control as a table of three numbers,
+    the sandbox as its name) is the config of a typed TimeControl and Sandbox: it resumes."""
+    old = {"name": config.name, "entrants": [{"name": e.name, "folder": str(e.folder),
+                                              "description": e.description} for e in config.entrants],
+           "format": "round-robin", "challengers": [], "games": 10, "rounds": 0,
+           "time_control": {"per_move_ms": 1000, "bank_ms": 10000, "first_move_ms": 5000},
+           "game": "patchwork", "components": None, "edition": "revised", "seed": 1, "concurrency": 1,
+           "sandbox": "strict", "pondering": False, "out": str(config.out)}
+    with ResultStore(config.out, create=True):
+        pass
+    with sqlite3.connect(config.out / storage.DB_NAME) as conn:
+        conn.execute("INSERT INTO tournament (key, value) VALUES ('config', ?)", (json.dumps(old),))
+    with ResultStore(config.out) as store:
+        store.save_config(config)  # resumes: nothing differs
+        assert store.stored_config() == old == config.to_json()
+        with pytest.raises(ConfigError, match="time_control differ"):
+            store.check_config(load_config(None, {"entrants": [tmp_path / "bots"], "per_move_ms": 5}))
+
+
 @pytest.mark.parametrize("setup", ["missing", "empty", "file", "garbage", "other-db", "jsonl-only"])
 def test_not_a_results_folder(tmp_path: Path, setup: str) -> None:
     folder = tmp_path / "res"
