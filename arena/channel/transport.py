@@ -646,10 +646,12 @@ class BridgeFramer:
                 "reconnects by itself), or it closed its socket and opened another (keep one DEALER "
                 "socket, connected once, for the whole run: every game comes over it)")
         if kind == zmq_bridge.DROPPED:
+            waited = f" (its bridge waited {payload.decode('ascii', 'replace')} s for it to reconnect " \
+                "or exit)" if payload else ""
             return _UnlessExited(ProtocolViolationError(
                 f"bot {name}: closed its connection while still running (keep the DEALER open "
                 f"until shutdown), or sent a message over the {self.max_bytes}-byte limit with "
-                "reconnection turned off (libzmq drops the connection)"))
+                f"reconnection turned off (libzmq drops the connection){waited}"))
         if kind == zmq_bridge.UNREACHABLE:
             return _UnlessExited(ProtocolViolationError(
                 f"bot {name}: not connected when the referee sent a message (it must connect a "
@@ -657,6 +659,10 @@ class BridgeFramer:
         if kind == zmq_bridge.NOT_READING:
             return ProtocolViolationError(
                 f"bot {name}: does not read its messages (its queue is full)")
+        if kind == zmq_bridge.ZMTP_ERROR:
+            return ProtocolViolationError(
+                f"bot {name}: its ZeroMQ socket sent {payload.decode('utf-8', 'replace')} ("
+                "the arena speaks ZMTP 3.1 as a ROUTER does)")
         if kind == zmq_bridge.START_FAILED:
             return BotStartError(f"bot {name}: {payload.decode('utf-8', 'replace')}")
         return self._junk(kind)

@@ -2,7 +2,9 @@
 
 ``python -I -m arena.channel.zmq_bridge [--max-bytes N] -- <bot argv>``
 
-It binds a ROUTER on an ipc socket in the bot's private TMPDIR, starts the bot command
+It listens on a Unix socket in the bot's private TMPDIR (``ARENA_ENDPOINT``, an ``ipc://``
+endpoint) and speaks ZMTP there itself, as a ZeroMQ ROUTER would (:mod:`arena.channel.zmtp`:
+ZMTP 3.1, 3.0 and 2.0, the NULL mechanism; no libzmq in the bridge). It starts the bot command
 as its child with ``ARENA_ENDPOINT`` and ``ARENA_TOKEN`` set (stdin /dev/null, stdout and
 stderr to the bridge's stderr, the bot's capped log), and forwards:
 
@@ -12,13 +14,17 @@ stderr to the bridge's stderr, the bot's capped log), and forwards:
   length and the payload (:data:`FRAME_HEADER`); kind ``M`` is a message, its bytes
   unaltered; the other kinds are events the referee turns into a loss (see :data:`KINDS`).
 
-So every connection a bot opens, and everything libzmq buffers for it, costs the bot's
-own processes (its uid, cgroup and rlimits), never the referee, which speaks to every bot
-over pipes. After a fatal event (a foreign identity, a second connection, a dropped
-connection) the bridge closes its socket: a flood stops here. When the bot's child exits
-the bridge forwards what is pending and exits the same way (same exit code, or killed by
-the same signal), so the referee's account of the exit stays true. EOF on stdin: the
-bridge kills its child and exits.
+So every connection a bot opens, and everything buffered for it, costs the bot's own
+processes (its uid, cgroup and rlimits), never the referee, which speaks to every bot over
+pipes. After a fatal event (a foreign identity, a second connection, a dropped connection, a
+frame over the limit, a handshake it cannot speak) the bridge closes its socket: a flood stops
+here. A frame over the limit is refused from its header, never read. When the bot's child exits
+the bridge forwards what is pending and exits the same way (same exit code, or killed by the
+same signal), so the referee's account of the exit stays true. EOF on stdin: the bridge kills
+its child and exits.
+
+A round trip costs the bridge one poll, one read and one write each way: lines are read in
+whole buffers, and each side is written in one call.
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ import resource
 import secrets
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 
+from arena.channel import zmtp
 from arena.protocol.constants import MAX_MESSAGE_BYTES  # light: the bridge loads no codec
 
 FRAME_HEADER = struct.Struct(">cI")
@@ -43,31 +50,43 @@ MESSAGE = b"M"
 FOREIGN_IDENTITY = b"I"  # payload: the identity (first 64 bytes)
 SECOND_CONNECTION = b"C"
 MULTIPART = b"P"  # payload: the number of frames, ASCII, then " empty-first" if the first is empty
-OVERSIZE = b"O"  # payload: the size in ASCII, or empty when libzmq dropped it unseen
-DROPPED = b"D"  # the bot's connection closed while its process runs
+OVERSIZE = b"O"  # payload: the size in ASCII, or empty for a connection dropped and opened again
+DROPPED = b"D"  # the bot's connection closed while its process runs; payload: the seconds waited
 UNREACHABLE = b"U"  # the referee sent a message and no bot is connected
 NOT_READING = b"R"  # the bot does not read its messages (its queue is full)
-START_FAILED = b"S"  # payload: why the bot command could not be started
+START_FAILED = b"S"  # payload: why the bot command could not be started, or its socket spoken to
+ZMTP_ERROR = b"E"  # payload: what the bot's socket sent that ZMTP does not allow (after its handshake)
 KINDS = (MESSAGE, FOREIGN_IDENTITY, SECOND_CONNECTION, MULTIPART, OVERSIZE, DROPPED, UNREACHABLE,
-         NOT_READING, START_FAILED)
+         NOT_READING, START_FAILED, ZMTP_ERROR)
 
-RCVHWM = 16  # messages per connection libzmq may hold for us
-_SNDHWM = 64  # messages to the bot it has not read yet
+_SNDHWM = 64  # messages to the bot it has not read yet (beyond what the kernel holds)
 _OUT_LIMIT_EXTRA = 1 << 16  # read the socket only while less than max_bytes + this is unsent
 _STDIN_LIMIT = 64 << 20  # a referee line longer than this is junk: dropped
-_DROP_GRACE_S = 2.0  # after a drop: time for the bot to reconnect (oversize) or exit
+_READ_SIZE = 1 << 18  # one read takes what a pipe or a socket holds
+_MAX_CONNECTIONS = 64  # accepted at once; more is a flood, cut off at the third anyway
+_DROP_GRACE_S = 2.0  # after a drop: time for the bot to reconnect or exit
 _SECOND_GRACE_S = 0.1  # two live connections for this long: a second connection
 _LAST_WORDS_S = 0.3  # after the child exited: time for its last messages to arrive
-_TICK_MS = 50
+_TICK_MS = 50  # without a pidfd (before Linux 5.3): how often the child is looked at
 _IPC_PATH_MAX = 107
 
 _PR_SET_PDEATHSIG = 1
 
+
+class Connection:
+    """One accepted connection: its socket and its ZMTP state."""
+
+    __slots__ = ("sock", "fd", "peer", "mine")
+
+    def __init__(self, sock: socket.socket, max_bytes: int) -> None:
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.peer = zmtp.Peer(max_bytes)
+        self.mine = False  # its handshake is done and its identity is the token
+
+
 class Bridge:
     def __init__(self, argv: list[str], max_bytes: int, bot_open_files: int | None = None) -> None:
-        import zmq
-
-        self.zmq = zmq
         self.max_bytes = max_bytes
         self.token = secrets.token_hex(16).encode()
         socket_name = f"arena-{secrets.token_hex(6)}.sock"
@@ -76,22 +95,27 @@ class Bridge:
         if len(self.path) > _IPC_PATH_MAX:
             self.folder = _socket_folder()
             self.path = os.path.join(self.folder, socket_name)
-        self.live: set[int] = set()  # accepted connections (their fds in our process)
+        self.live: dict[int, Connection] = {}  # accepted connections, by descriptor
+        self.bot: Connection | None = None  # the one whose identity is the token
         self.handshakes = 0
         self.dropped_at: float | None = None  # the bot's connection went away
-        # A handshake after a drop is libzmq having dropped a message over the limit (the
-        # DEALER comes back by itself), or the bot having closed its socket and opened another:
-        # both look the same from here (see check_connections).
+        # A handshake after a drop is the bot having closed its socket and opened another (or,
+        # with libzmq's bridge of old, a message over the limit): see check_connections.
         self.handshakes_at_drop = 0
         self.two_since: float | None = None
         self.out = bytearray()
         self.inbuf = bytearray()
-        self.to_bot: deque[bytes] = deque()
+        self.to_bot = bytearray()  # frames for the bot not written yet
+        self.to_bot_count = 0  # messages in it (bounded: NOT_READING)
         self.stdin_open = True
+        self.poller = select.poll()
+        self.watched: dict[int, int] = {}
         env = dict(os.environ)
         env["ARENA_ENDPOINT"] = f"ipc://{self.path}"
         env["ARENA_TOKEN"] = self.token.decode()
         self.child: subprocess.Popen[bytes] | None = None
+        self.child_fd: int | None = None  # a pidfd: readable when the child exits
+        self.listener: socket.socket | None = None
         try:
             # Started before the socket exists, while this process has a single thread, so
             # that the child's set-up before exec is safe: it dies with the bridge (without
@@ -103,17 +127,17 @@ class Bridge:
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self.emit(START_FAILED, f"cannot start {argv[0]!r}: {reason}".encode())
-        self.ctx = zmq.Context(io_threads=1)
-        self.router: zmq.Socket | None = self.ctx.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.LINGER, 0)
-        self.router.setsockopt(zmq.MAXMSGSIZE, max_bytes + 2)  # room for a tolerated \r\n
-        self.router.setsockopt(zmq.RCVHWM, RCVHWM)
-        self.router.setsockopt(zmq.SNDHWM, _SNDHWM)
-        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self.monitor: zmq.Socket | None = self.router.get_monitor_socket(
-            zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED)
-        self.router.bind(f"ipc://{self.path}")
+        if self.child is not None:
+            try:
+                self.child_fd = os.pidfd_open(self.child.pid)
+            except (AttributeError, OSError):  # before Linux 5.3: a tick instead
+                self.child_fd = None
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
         os.chmod(self.path, 0o600)
+        listener.listen(64)
+        listener.setblocking(False)
+        self.listener = listener
         os.set_blocking(0, False)
         os.set_blocking(1, False)
 
@@ -129,17 +153,15 @@ class Bridge:
         self.close_socket()
 
     def close_socket(self) -> None:
-        if self.router is None:
+        if self.listener is None:
             return
-        assert self.monitor is not None
-        try:
-            self.router.disable_monitor()
-        except self.zmq.ZMQError:
-            pass
-        self.monitor.close(linger=0)
-        self.router.close(linger=0)
-        self.router = self.monitor = None
-        self.live.clear()
+        for fd in list(self.live):
+            self.drop(fd)
+        self.watch(self.listener.fileno(), 0)
+        self.listener.close()
+        self.listener = None
+        self.bot = None
+        self.to_bot.clear()
         try:
             os.unlink(self.path)
             if self.folder is not None:
@@ -167,55 +189,102 @@ class Bridge:
 
     # -- the socket -----------------------------------------------------------------------
 
-    def read_socket(self) -> None:
-        zmq = self.zmq
-        while self.router is not None and len(self.out) < self.max_bytes + _OUT_LIMIT_EXTRA:
-            if not self.router.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # cheaper than a zmq.Again
-                return
-            try:
-                frames = self.router.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            if frames[0] != self.token:
-                self.fatal(FOREIGN_IDENTITY, frames[0][:64])
-            elif len(frames) != 2:  # an empty first frame: a REQ socket's envelope
-                self.emit(MULTIPART, f"{len(frames) - 1}{'' if frames[1] else ' empty-first'}".encode())
-            elif len(frames[1]) <= self.max_bytes:
-                self.emit(MESSAGE, frames[1])
-            else:  # the limit does not count a trailing newline (the codec drops it)
-                body = frames[1]
-                body = body[:-2] if body.endswith(b"\r\n") else body.removesuffix(b"\n")
-                if len(body) > self.max_bytes:
-                    self.emit(OVERSIZE, str(len(body)).encode())
-                else:
-                    self.emit(MESSAGE, body)
+    def watch(self, fd: int, flags: int) -> None:  # (re)register only on a change
+        if self.watched.get(fd, 0) == flags:
+            return
+        if flags:
+            self.poller.register(fd, flags)  # registering again modifies
+            self.watched[fd] = flags
+        else:
+            self.poller.unregister(fd)
+            del self.watched[fd]
 
-    def read_monitor(self) -> None:
-        zmq = self.zmq
-        while self.monitor is not None:
+    def accept(self) -> None:
+        while self.listener is not None:
             try:
-                header, _endpoint = self.monitor.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
+                sock, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
                 return
-            except ValueError:
-                continue
-            event, value = struct.unpack("=Hi", header[:6])
-            if event == zmq.EVENT_ACCEPTED:
-                self.live.add(value)
-                if len(self.live) >= 2 and self.handshakes:
-                    self.check_connections(time.monotonic())  # at once: a flood is under way
-                    self.flush()
-            elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            except OSError:  # out of descriptors: the flood is cut off below
+                return
+            sock.setblocking(False)
+            conn = Connection(sock, self.max_bytes)
+            self.live[conn.fd] = conn
+            self.write_to(conn)  # the greeting's start
+            if len(self.live) >= 2 and self.handshakes:
+                self.check_connections(time.monotonic())  # at once: a flood is under way
+                self.flush()
+
+    def drop(self, fd: int) -> None:
+        conn = self.live.pop(fd, None)
+        if conn is None:
+            return
+        self.watch(fd, 0)
+        conn.sock.close()
+        if conn is self.bot:
+            self.bot = None
+            self.to_bot.clear()
+            self.to_bot_count = 0
+            if self.dropped_at is None:
+                self.dropped_at = time.monotonic()
+                self.handshakes_at_drop = self.handshakes
+
+    def read_connection(self, conn: Connection) -> None:
+        """Read what the connection holds (one read of up to a whole buffer) and act on it."""
+        try:
+            data = conn.sock.recv(_READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.drop(conn.fd)
+            return
+        try:
+            events = conn.peer.feed(data)
+        except zmtp.ZmtpError as exc:
+            if exc.handshake:
+                self.fatal(START_FAILED, f"cannot talk to its ZeroMQ socket: {exc.reason}".encode())
+            else:
+                self.fatal(ZMTP_ERROR, exc.reason.encode())
+            return
+        for kind, value in events:
+            if kind == zmtp.MESSAGE:
+                assert isinstance(value, bytes)
+                self.emit(MESSAGE, value)
+            elif kind == zmtp.READY:
+                assert isinstance(value, bytes)
+                if value != self.token:
+                    self.fatal(FOREIGN_IDENTITY, value[:64])
+                    return
                 self.handshakes += 1
-            elif event == zmq.EVENT_DISCONNECTED:
-                self.live.discard(value)
-                if self.handshakes and self.dropped_at is None:
-                    self.read_socket()  # what it sent before the drop goes first
-                    self.dropped_at = time.monotonic()
-                    self.handshakes_at_drop = self.handshakes
+                conn.mine = True
+                if self.bot is None:
+                    self.bot = conn
+            elif kind == zmtp.MULTIPART:
+                assert isinstance(value, tuple)
+                frames, empty_first = value
+                self.emit(MULTIPART, f"{frames}{' empty-first' if empty_first else ''}".encode())
+            elif kind == zmtp.OVERSIZE:
+                self.fatal(OVERSIZE, str(value).encode())
+                return
+        if conn.peer.out:
+            self.write_to(conn)
+
+    def write_to(self, conn: Connection) -> None:
+        """Write what the connection's peer has to send (handshake, PONG), in one call."""
+        out = conn.peer.out
+        try:
+            written = conn.sock.send(out)
+        except (BlockingIOError, InterruptedError):
+            written = 0
+        except OSError:
+            self.drop(conn.fd)
+            return
+        del out[:written]
 
     def check_connections(self, now: float) -> None:
-        if self.router is None:
+        if self.listener is None:
             return
         if len(self.live) >= 2:
             if self.two_since is None:
@@ -226,36 +295,43 @@ class Bridge:
         else:
             self.two_since = None
         if self.dropped_at is not None:
-            if self.handshakes > self.handshakes_at_drop:  # the DEALER came back, or a new one
+            if self.handshakes > self.handshakes_at_drop:  # a new DEALER came
                 self.dropped_at = None
                 self.emit(OVERSIZE)  # its detail names both causes (transport.BridgeFramer)
             elif now - self.dropped_at >= _DROP_GRACE_S:
-                self.fatal(DROPPED)
+                self.fatal(DROPPED, f"{now - self.dropped_at:.1f}".encode())
 
     def send_to_bot(self) -> None:
-        zmq = self.zmq
-        while self.to_bot:
-            if self.router is None:
-                self.to_bot.clear()
-                return
-            try:
-                self.router.send_multipart([self.token, self.to_bot[0]], zmq.NOBLOCK)
-            except zmq.ZMQError as exc:
-                self.to_bot.clear()
-                if exc.errno == zmq.EHOSTUNREACH:
-                    if self.dropped_at is None:  # after a drop, the drop is what it did wrong
-                        self.emit(UNREACHABLE)
-                elif exc.errno == zmq.EAGAIN:
-                    self.emit(NOT_READING)
-                return
-            self.to_bot.popleft()
+        """Write the frames for the bot: one call, whatever it takes now; the rest waits."""
+        if not self.to_bot:
+            return
+        if self.bot is None:
+            self.to_bot.clear()
+            self.to_bot_count = 0
+            if self.dropped_at is None and self.listener is not None:  # after a drop, the drop
+                self.emit(UNREACHABLE)  # is what it did wrong
+            return
+        try:
+            written = self.bot.sock.send(self.to_bot)
+        except (BlockingIOError, InterruptedError):
+            written = 0
+        except OSError:
+            self.drop(self.bot.fd)
+            return
+        del self.to_bot[:written]
+        if not self.to_bot:
+            self.to_bot_count = 0
+        elif self.to_bot_count > _SNDHWM:
+            self.to_bot.clear()
+            self.to_bot_count = 0
+            self.emit(NOT_READING)
 
     # -- input from the referee -------------------------------------------------------
 
     def read_stdin(self) -> None:
         while self.stdin_open:
             try:
-                chunk = os.read(0, 1 << 16)
+                chunk = os.read(0, _READ_SIZE)
             except BlockingIOError:
                 return
             except OSError:
@@ -263,67 +339,93 @@ class Bridge:
             if not chunk:
                 self.stdin_open = False
                 return
+            if not self.inbuf and chunk.endswith(b"\n") and chunk.count(b"\n") == 1:
+                if len(chunk) > 1:  # the usual case: one whole line
+                    self.to_bot += zmtp.frame(chunk[:-1])
+                    self.to_bot_count += 1
+                if len(chunk) < _READ_SIZE:
+                    return
+                continue
             self.inbuf += chunk
             *lines, rest = self.inbuf.split(b"\n")
             self.inbuf = bytearray(rest) if len(rest) <= _STDIN_LIMIT else bytearray()
-            self.to_bot.extend(bytes(line) for line in lines if line)
+            for line in lines:
+                if line:
+                    self.to_bot += zmtp.frame(bytes(line))
+                    self.to_bot_count += 1
+            if len(chunk) < _READ_SIZE:
+                return
 
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> int:
         """Forward until the child exits (its status) or stdin closes (0)."""
-        zmq = self.zmq
-        poller = zmq.Poller()
-        watched: dict[object, int] = {}
-
-        def watch(item: object, flags: int) -> None:  # (re)register only on a change
-            if watched.get(item, 0) == flags:
-                return
-            if flags:
-                poller.register(item, flags)  # registering again modifies
-                watched[item] = flags
-            else:
-                poller.unregister(item)
-                del watched[item]
-
+        status: int | None = None
         while True:
-            watch(0, zmq.POLLIN if self.stdin_open else 0)
-            watch(1, zmq.POLLOUT if self.out else 0)
-            if self.router is not None:
-                room = len(self.out) < self.max_bytes + _OUT_LIMIT_EXTRA
-                watch(self.monitor, zmq.POLLIN)
-                watch(self.router, zmq.POLLIN if room else 0)
-            else:
-                for item in [i for i in watched if not isinstance(i, int)]:
-                    poller.unregister(item)
-                    del watched[item]
-            ready = dict(poller.poll(_TICK_MS))
-            if self.monitor is not None and self.monitor in ready:
-                self.read_monitor()
-            if self.router is not None and self.router in ready:
-                self.read_socket()
-            if 0 in ready:
-                self.read_stdin()
+            self.watch(0, select.POLLIN if self.stdin_open else 0)
+            self.watch(1, select.POLLOUT if self.out else 0)
+            room = len(self.out) < self.max_bytes + _OUT_LIMIT_EXTRA
+            if self.listener is not None:
+                self.watch(self.listener.fileno(), select.POLLIN if len(self.live) < _MAX_CONNECTIONS else 0)
+            for fd, conn in self.live.items():
+                flags = select.POLLIN if room else 0
+                if conn.peer.out or (conn is self.bot and self.to_bot):
+                    flags |= select.POLLOUT
+                self.watch(fd, flags)
+            if self.child_fd is not None:
+                self.watch(self.child_fd, select.POLLIN)
+            ready = self.poller.poll(self.timeout_ms())
+            for fd, events in ready:
+                if fd == 0:
+                    self.read_stdin()
+                elif fd == self.child_fd:
+                    status = self.child.poll() if self.child is not None else 127
+                elif self.listener is not None and fd == self.listener.fileno():
+                    self.accept()
+                elif fd in self.live:
+                    conn = self.live[fd]
+                    if events & select.POLLOUT and conn.peer.out:
+                        self.write_to(conn)
+                    if events & (select.POLLIN | select.POLLHUP | select.POLLERR) and fd in self.live:
+                        self.read_connection(conn)
             self.send_to_bot()
             self.check_connections(time.monotonic())
             self.flush()
             if not self.stdin_open:
                 return 0
-            status = self.child.poll() if self.child is not None else 127
+            if self.child is None:
+                return 127
+            if self.child_fd is None:
+                status = self.child.poll()
             if status is not None:
                 self.last_words()
                 return status
 
+    def timeout_ms(self) -> int:
+        """Until the next deadline (a second connection's grace, a drop's), or a tick without
+        a pidfd; else block."""
+        waits = []
+        now = time.monotonic()
+        if self.two_since is not None:
+            waits.append(self.two_since + _SECOND_GRACE_S - now)
+        if self.dropped_at is not None:
+            waits.append(self.dropped_at + _DROP_GRACE_S - now)
+        if self.child_fd is None or self.out:
+            waits.append(_TICK_MS / 1000)
+        if not waits:
+            return -1
+        return max(0, int(min(waits) * 1000) + 1)
+
     def last_words(self) -> None:
         """The child exited: forward what it sent before (until its connection closes)."""
         deadline = time.monotonic() + _LAST_WORDS_S
-        while self.router is not None and time.monotonic() < deadline:
-            self.read_monitor()
-            self.read_socket()
-            if not self.live and self.handshakes:
-                self.read_socket()
-                break
-            time.sleep(0.005)
+        while self.live and time.monotonic() < deadline:
+            if len(self.out) >= self.max_bytes + _OUT_LIMIT_EXTRA:
+                self.flush(timeout_s=deadline - time.monotonic())
+            ready = select.select(list(self.live), [], [], max(0.0, deadline - time.monotonic()))[0]
+            for fd in ready:
+                if fd in self.live:
+                    self.read_connection(self.live[fd])
         self.flush(timeout_s=1.0)
 
     def close(self) -> None:
@@ -331,7 +433,9 @@ class Bridge:
         if self.child is not None and self.child.poll() is None:
             self.child.kill()
             self.child.wait()
-        self.ctx.term()
+        if self.child_fd is not None:
+            os.close(self.child_fd)
+            self.child_fd = None
 
 
 def _socket_folder() -> str:
