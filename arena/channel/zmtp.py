@@ -188,8 +188,7 @@ class Peer:
                 raise ZmtpError(f"its ZeroMQ socket asks for the {name} security mechanism: the arena's "
                                 "endpoint speaks NULL only (the socket is private to the bot): set "
                                 "no ZMQ_PLAIN_*, ZMQ_CURVE_* or ZMQ_GSSAPI_* options", handshake=True)
-            self.state = "ready"
-            self.out += ready()
+            self.state = "ready"  # ours answers the client's (RFC 37): we check it first
             return GREETING_SIZE - _START
         if self.state == "v2-type":
             if have < 1:
@@ -216,6 +215,7 @@ class Peer:
             self.identity = body
         else:
             self._ready(flags, body)
+            self.out += ready()
         self.state = "traffic"
         events.append((READY, self.identity))
         return start + size - pos
