@@ -99,7 +99,7 @@ def parse_properties(data: bytes) -> dict[str, bytes]:
 def check_socket_type(name: str) -> None:
     if name not in COMPATIBLE:
         shown = name if name in SOCKET_TYPES else repr(name)
-        raise ZmtpError(f"its ZeroMQ socket is a {shown} socket, which cannot talk to the arena's "
+        raise ZmtpError(f"it is a {shown} socket, which cannot talk to the arena's "
                         "ROUTER: connect a DEALER socket", handshake=True)
 
 
@@ -185,7 +185,7 @@ class Peer:
             mechanism = bytes(buf[pos + 1:pos + 21]).rstrip(b"\0")
             if mechanism != b"NULL":
                 name = mechanism.decode("ascii", "replace")
-                raise ZmtpError(f"its ZeroMQ socket asks for the {name} security mechanism: the arena's "
+                raise ZmtpError(f"it asks for the {name} security mechanism: the arena's "
                                 "endpoint speaks NULL only (the socket is private to the bot): set "
                                 "no ZMQ_PLAIN_*, ZMQ_CURVE_* or ZMQ_GSSAPI_* options", handshake=True)
             self.state = "ready"  # ours answers the client's (RFC 37): we check it first
@@ -223,7 +223,7 @@ class Peer:
     def _ready(self, flags: int, body: bytes) -> None:
         if not flags & COMMAND:
             raise ZmtpError("a message before the handshake's READY command", handshake=True)
-        name, data = _command(body)
+        name, data = _command(body, handshake=True)
         if name == b"ERROR":
             reason = data[1:1 + data[0]].decode("utf-8", "replace") if data else ""
             raise ZmtpError(f"its ZeroMQ library refused the handshake: {reason!r}", handshake=True)
@@ -310,7 +310,7 @@ class Peer:
                             handshake=False)
 
 
-def _command(body: bytes) -> tuple[bytes, bytes]:
+def _command(body: bytes, handshake: bool = False) -> tuple[bytes, bytes]:
     if not body or len(body) < 1 + body[0]:
-        raise ZmtpError("a malformed ZMTP command", handshake=False)
+        raise ZmtpError("a malformed ZMTP command", handshake=handshake)
     return body[1:1 + body[0]], body[1 + body[0]:]
