@@ -108,6 +108,10 @@ class Bridge:
         self.to_bot = bytearray()  # frames for the bot not written yet
         self.to_bot_count = 0  # messages in it (bounded: NOT_READING)
         self.stdin_open = True
+        # one buffer every read goes into: a fresh one of this size would cost an mmap and a
+        # munmap each time
+        self.readbuf = bytearray(_READ_SIZE)
+        self.readview = memoryview(self.readbuf)
         self.poller = select.poll()
         self.watched: dict[int, int] = {}
         env = dict(os.environ)
@@ -232,11 +236,12 @@ class Bridge:
     def read_connection(self, conn: Connection) -> None:
         """Read what the connection holds (one read of up to a whole buffer) and act on it."""
         try:
-            data = conn.sock.recv(_READ_SIZE)
+            size = conn.sock.recv_into(self.readbuf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            data = b""
+            size = 0
+        data = self.readview[:size].tobytes()
         if not data:
             self.drop(conn.fd)
             return
@@ -331,7 +336,7 @@ class Bridge:
     def read_stdin(self) -> None:
         while self.stdin_open:
             try:
-                chunk = os.read(0, _READ_SIZE)
+                chunk = self.readview[:os.readv(0, [self.readbuf])].tobytes()
             except BlockingIOError:
                 return
             except OSError:
