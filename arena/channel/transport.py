@@ -22,15 +22,15 @@ of the bot's thinking time.
 
 ZeroMQ (:class:`BridgeChannel`): the referee owns no socket. A ZeroMQ bot runs under
 :mod:`arena.channel.zmq_bridge`, its top process inside its sandbox, which binds the bot's
-ROUTER endpoint in the bot's private tmp, checks identity, connection count, frames and
-sizes, and speaks to the referee over the same stdin/stdout pipes as a stdio bot, with
-length-prefixed frames on the way back (JSON may hold raw newlines). So all a bot's
-connections, and what libzmq buffers for them, cost the bot's own uid, cgroup and
+ROUTER endpoint in the bot's private tmp (speaking ZMTP itself, :mod:`arena.channel.zmtp`),
+checks identity, connection count, frames and sizes, and speaks to the referee over the same
+stdin/stdout pipes as a stdio bot, with length-prefixed frames on the way back (JSON may hold
+raw newlines). So all a bot's connections, and what is buffered for them, cost the bot's own uid, cgroup and
 rlimits; the referee pays a few pipe descriptors, a bounded queue and a bounded read per
 pump, whatever the bot does. The bridge's events (a foreign identity, a second
 connection, a dropped connection...) become the errors below. (The bridge keeps its own
-small buffers: it runs in the bot's sandbox without this module, forwards, and never
-decides a flood or an oversize message on its own; the referee's inbox does.)
+small buffers: it runs in the bot's sandbox without this module and forwards; it refuses a
+frame over the limit from its header, and the referee's inbox decides floods.)
 
 stdio (:class:`StdioChannel`): one line per message on the bot's stdin/stdout pipes,
 read with non-blocking ``os.read`` calls and ``poll`` (no thread, no unbounded buffer:
@@ -537,8 +537,8 @@ class StdioChannel(PipeChannel):
 BRIDGE_OPEN_FILES = 8192
 """The bridge's own descriptor limit. It is larger than its bot's (RLIMIT_NOFILE, 256 per
 process by default) so that a bot opening connections from many processes is seen and cut
-off by the bridge's main loop long before libzmq in the bridge runs out of descriptors (it
-aborts then); every descriptor and byte of it still counts against the bot's cgroup."""
+off by the bridge's main loop long before the bridge runs out of descriptors (libzmq, when
+it ran there, aborted then); every descriptor and byte of it still counts against the bot's cgroup."""
 
 
 def bridge_argv(argv: list[str], *, max_bytes: int = DEFAULT_MAX_BYTES,

@@ -106,7 +106,8 @@ class Bridge:
         self.out = bytearray()
         self.inbuf = bytearray()
         self.to_bot = bytearray()  # frames for the bot not written yet
-        self.to_bot_count = 0  # messages in it (bounded: NOT_READING)
+        self.to_bot_count = 0  # messages in it
+        self.unread = 0  # messages handed to the bot's connection not all written yet (bounded)
         self.stdin_open = True
         # one buffer every read goes into: a fresh one of this size would cost an mmap and a
         # munmap each time
@@ -229,6 +230,7 @@ class Bridge:
             self.bot = None
             self.to_bot.clear()
             self.to_bot_count = 0
+            self.unread = 0
             if self.dropped_at is None:
                 self.dropped_at = time.monotonic()
                 self.handshakes_at_drop = self.handshakes
@@ -287,6 +289,8 @@ class Bridge:
             self.drop(conn.fd)
             return
         del out[:written]
+        if not out and conn is self.bot:
+            self.unread = 0
 
     def check_connections(self, now: float) -> None:
         if self.listener is None:
@@ -307,28 +311,27 @@ class Bridge:
                 self.fatal(DROPPED, f"{now - self.dropped_at:.1f}".encode())
 
     def send_to_bot(self) -> None:
-        """Write the frames for the bot: one call, whatever it takes now; the rest waits."""
+        """Hand the referee's frames to the bot's connection and write them, in one call with
+        whatever it has to send (a PONG): one stream, so nothing is interleaved mid-frame."""
         if not self.to_bot:
             return
-        if self.bot is None:
+        bot = self.bot
+        if bot is None:
             self.to_bot.clear()
             self.to_bot_count = 0
             if self.dropped_at is None and self.listener is not None:  # after a drop, the drop
                 self.emit(UNREACHABLE)  # is what it did wrong
             return
-        try:
-            written = self.bot.sock.send(self.to_bot)
-        except (BlockingIOError, InterruptedError):
-            written = 0
-        except OSError:
-            self.drop(self.bot.fd)
-            return
-        del self.to_bot[:written]
-        if not self.to_bot:
-            self.to_bot_count = 0
-        elif self.to_bot_count > _SNDHWM:
+        if self.unread > _SNDHWM:  # it does not read: said once; what comes meanwhile is dropped
             self.to_bot.clear()
             self.to_bot_count = 0
+            return
+        bot.peer.out += self.to_bot
+        self.unread += self.to_bot_count
+        self.to_bot.clear()
+        self.to_bot_count = 0
+        self.write_to(bot)
+        if self.unread > _SNDHWM:
             self.emit(NOT_READING)
 
     # -- input from the referee -------------------------------------------------------
@@ -374,7 +377,7 @@ class Bridge:
                 self.watch(self.listener.fileno(), select.POLLIN if len(self.live) < _MAX_CONNECTIONS else 0)
             for fd, conn in self.live.items():
                 flags = select.POLLIN if room else 0
-                if conn.peer.out or (conn is self.bot and self.to_bot):
+                if conn.peer.out:
                     flags |= select.POLLOUT
                 self.watch(fd, flags)
             if self.child_fd is not None:
