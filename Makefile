@@ -7,9 +7,12 @@ STAMP  := $(VENV)/.installed
 # strict sandbox that tournaments use by default (libseccomp2: its seccomp filter), chromium
 # drives the HTML tests; g++, nodejs and default-jre-headless run the starter kits of
 # `arena new-bot` in their tests (the JRE alone compiles the Java kit: it carries javac's module);
-# golang-go, rustc and cargo build the Go and Rust bots of the hint tests (tests/bots/test_authors.py).
+# golang-go, rustc and cargo build the Go and Rust bots of the hint tests (tests/bots/test_authors.py);
+# libzmq3-dev and libjeromq-java make the C and Java bots of tests/channel/test_zmq_stacks.py (its
+# Node bot's zeromq.js comes from npm, at test time).
 DEMO_PACKAGES := gcc bubblewrap util-linux libseccomp2
-TEST_PACKAGES := $(DEMO_PACKAGES) chromium chromium-driver g++ nodejs default-jre-headless golang-go rustc cargo
+TEST_PACKAGES := $(DEMO_PACKAGES) chromium chromium-driver g++ nodejs default-jre-headless golang-go rustc cargo \
+	libzmq3-dev libjeromq-java
 
 # $(call debian_packages,LIST): install the missing ones when we are root on Debian;
 # otherwise say what is missing and carry on (what needs them then fails with that advice).

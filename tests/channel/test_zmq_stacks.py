@@ -5,7 +5,7 @@ Unix sockets only), a pyzmq bot with heartbeats on, and the clear start-up error
 bridge does not speak. No pure-Go ZeroMQ installs from the registries CI reaches (Debian has
 none; the Go module proxy is not reachable), so none is tested.
 
-Tools a stack needs and does not find (a C compiler with libzmq's headers, node and npm, javac
+Tools a stack needs and does not find (a C compiler with libzmq's headers, node and npm, java
 with Debian's libjeromq-java) skip its test with the reason: ``make system-packages`` installs
 them."""
 
@@ -96,11 +96,12 @@ def test_jeromq_speaks_zmtp_2_through_a_relay(tmp_path: Path) -> None:
     """JeroMQ 0.3.6 (Debian's) speaks ZMTP 2.0: the bridge answers with 2.0's rules, as libzmq
     does. Its ipc:// is TCP on 127.0.0.1, which strict forbids: so no sandbox here, and a relay
     in the bot's folder copies the bytes to the bridge's Unix socket."""
-    if not shutil.which("javac") or not JEROMQ.exists():
-        pytest.skip("needs javac and JeroMQ (Debian: default-jdk-headless libjeromq-java)")
+    if not shutil.which("java") or not JEROMQ.exists():
+        pytest.skip("needs java and JeroMQ (Debian: default-jre-headless libjeromq-java)")
     folder = bot_folder(tmp_path, "Bot.java", "relay.py")
-    bot = write_bot(folder, "java-jeromq", [sys.executable, "relay.py", "java", "-cp", f"{JEROMQ}:.", "Bot"],
-                    build=f"javac -cp {JEROMQ} Bot.java")
+    java = ["java", "-Xmx256m", "-XX:ActiveProcessorCount=1", "-XX:+UseSerialGC", "-cp", f"{JEROMQ}:.", "Bot"]
+    bot = write_bot(folder, "java-jeromq", [sys.executable, "relay.py", *java],  # as the Java kit does:
+                    build=f"java -m jdk.compiler/com.sun.tools.javac.Main -cp {JEROMQ} -d . Bot.java")
     played_through(play(tmp_path, bot, sandbox="none"), tmp_path / "logs")
 
 
