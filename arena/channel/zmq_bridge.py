@@ -250,11 +250,17 @@ class Bridge:
         try:
             events = conn.peer.feed(data)
         except zmtp.ZmtpError as exc:
-            if exc.handshake:
-                self.fatal(START_FAILED, f"cannot talk to its ZeroMQ socket: {exc.reason}".encode())
-            else:
-                self.fatal(ZMTP_ERROR, exc.reason.encode())
+            if self.handle(conn, exc.events):  # what came before it goes first
+                if exc.handshake:
+                    self.fatal(START_FAILED, f"cannot talk to its ZeroMQ socket: {exc.reason}".encode())
+                else:
+                    self.fatal(ZMTP_ERROR, exc.reason.encode())
             return
+        if self.handle(conn, events) and conn.peer.out:
+            self.write_to(conn)
+
+    def handle(self, conn: Connection, events: list[tuple[str, object]]) -> bool:
+        """Act on a connection's events; False once one was fatal (the socket is closed)."""
         for kind, value in events:
             if kind == zmtp.MESSAGE:
                 assert isinstance(value, bytes)
@@ -263,7 +269,7 @@ class Bridge:
                 assert isinstance(value, bytes)
                 if value != self.token:
                     self.fatal(FOREIGN_IDENTITY, value[:64])
-                    return
+                    return False
                 self.handshakes += 1
                 conn.mine = True
                 if self.bot is None:
@@ -274,9 +280,8 @@ class Bridge:
                 self.emit(MULTIPART, f"{frames}{' empty-first' if empty_first else ''}".encode())
             elif kind == zmtp.OVERSIZE:
                 self.fatal(OVERSIZE, str(value).encode())
-                return
-        if conn.peer.out:
-            self.write_to(conn)
+                return False
+        return True
 
     def write_to(self, conn: Connection) -> None:
         """Write what the connection's peer has to send (handshake, PONG), in one call."""

@@ -55,6 +55,7 @@ class ZmtpError(Exception):
         super().__init__(reason)
         self.reason = reason
         self.handshake = handshake  # refused before its first message: a start-up error
+        self.events: list[tuple[str, object]] = []  # what the same bytes completed before it
 
 
 def frame(body: bytes, flags: int = 0) -> bytes:
@@ -126,8 +127,16 @@ class Peer:
 
     def feed(self, data: bytes) -> list[tuple[str, object]]:
         """The bytes read from the connection: the events they complete, in order. Raises
-        :class:`ZmtpError` on what we do not speak (the connection is then to be closed)."""
+        :class:`ZmtpError` on what we do not speak (the connection is then to be closed),
+        with the events before it in its ``events``."""
         events: list[tuple[str, object]] = []
+        try:
+            return self._feed(data, events)
+        except ZmtpError as exc:
+            exc.events = events
+            raise
+
+    def _feed(self, data: bytes, events: list[tuple[str, object]]) -> list[tuple[str, object]]:
         if self.state == "refused":  # after an oversize frame: nothing more is read
             return events
         if self.state == "traffic" and not self.buf and not self._skip:

@@ -139,3 +139,9 @@ def test_after_the_handshake_junk_is_a_protocol_error(wire: bytes, reason: str) 
     with pytest.raises(ZmtpError) as caught:
         ready_peer().feed(wire)
     assert not caught.value.handshake and reason in caught.value.reason
+
+
+def test_the_messages_before_an_error_come_with_it() -> None:
+    with pytest.raises(ZmtpError) as caught:
+        ready_peer().feed(zmtp.frame(b"hello") + b"\x08\x00")
+    assert caught.value.events == [(zmtp.MESSAGE, b"hello")]
