@@ -76,13 +76,12 @@ _PR_SET_PDEATHSIG = 1
 class Connection:
     """One accepted connection: its socket and its ZMTP state."""
 
-    __slots__ = ("sock", "fd", "peer", "mine")
+    __slots__ = ("sock", "fd", "peer")
 
     def __init__(self, sock: socket.socket, max_bytes: int) -> None:
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = zmtp.Peer(max_bytes)
-        self.mine = False  # its handshake is done and its identity is the token
 
 
 class Bridge:
@@ -271,7 +270,6 @@ class Bridge:
                     self.fatal(FOREIGN_IDENTITY, value[:64])
                     return False
                 self.handshakes += 1
-                conn.mine = True
                 if self.bot is None:
                     self.bot = conn
             elif kind == zmtp.MULTIPART:
