@@ -106,6 +106,8 @@ class Run:
     failures: int
     failure_detail: str
     events: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # bot label -> events
+    bot_reports: int = 0  # bot processes whose CPU was reported (stats file or log line)
+    load: float = math.nan  # the 1-minute load average as the run started
 
     @property
     def workers_cpu_s(self) -> float:
@@ -157,8 +159,11 @@ class Bench:
                                           f"command = {json.dumps(command)}\nprotocol = \"{transport}\"\n")
         return folder
 
-    def run(self, transport: str, games: int, *, concurrency: int, sandbox: str) -> Run:
-        """One tournament; ``sandbox`` "pinned" is ``none`` with everything on one CPU."""
+    def run(self, transport: str, games: int, *, concurrency: int, sandbox: str,
+            entrants: Path | None = None) -> Run:
+        """One tournament; ``sandbox`` "pinned" is ``none`` with everything on one CPU.
+
+        ``entrants``: a folder of other bots than the null bots (which report no CPU)."""
         pin = [] if sandbox != PINNED else ["taskset", "-c", str(pinned_cpu())]
         sandbox = "none" if sandbox == PINNED else sandbox
         with self._lock:
@@ -170,9 +175,10 @@ class Bench:
         rusage = work / "rusage.json"
         out = work / "results"
         argv = [*pin, sys.executable, "-c", _COORDINATOR, "run-tournament", "--bots",
-                str(self.entrants(transport, stats, number)), "--games", str(games), "--concurrency",
-                str(concurrency), "--sandbox", sandbox, "--out", str(out)]
+                str(entrants or self.entrants(transport, stats, number)), "--games", str(games),
+                "--concurrency", str(concurrency), "--sandbox", sandbox, "--out", str(out)]
         env = {**os.environ, "ARENA_BENCH_RUSAGE": str(rusage)}
+        load = os.getloadavg()[0]
         started = time.perf_counter()
         process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         peaks: dict[int, int] = {}
@@ -188,21 +194,23 @@ class Bench:
         usage = json.loads(rusage.read_text())
         moves, failures, detail = _moves(out)
         bots = bridges = 0.0
+        reports = 0
         events: dict[str, list[tuple[str, int]]] = {}
-        for label, lines in _stats_files(stats):
+        for label, lines in [*_stats_files(stats), *_stats_lines(out / "logs")]:
             for kind, value in lines:
                 if kind == "cpu_ns":
                     bots += value / 1e9
+                    reports += 1
                 elif kind == "bridge_cpu_ns":
                     bridges += value / 1e9
                 elif kind in ("N", "R", "O"):
                     events.setdefault(label, []).append((kind, value))
         shutil.rmtree(work)  # a 10,000-game run stores ~100 MB
         print(f"  ... {transport} {sandbox} concurrency {concurrency}: {games} games, {moves} moves in "
-              f"{wall:.1f} s", file=sys.stderr, flush=True)
+              f"{wall:.1f} s (load {load:.2f})", file=sys.stderr, flush=True)
         return Run(games, moves, wall, usage["self"], usage["children"], bots, bridges,
                    usage["maxrss"], int(statistics.median(coordinator_rss or [0])),
-                   sorted(peaks.values(), reverse=True), failures, detail, events)
+                   sorted(peaks.values(), reverse=True), failures, detail, events, reports, load)
 
 
 def _poll(process: subprocess.Popen[bytes], peaks: dict[int, int], coordinator_rss: list[int]) -> None:
@@ -264,6 +272,19 @@ def _stats_files(stats: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
         files.append((path.name.split("-")[0], first, lines))
     for label, _, lines in sorted(files, key=lambda f: (f[0], f[1])):
         yield label, lines
+
+
+STATS_LINE = "arena-bench-stats"  # a null bot's counts in its log, when the sandbox hid its folder
+
+
+def _stats_lines(logs: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
+    """(log name, counts) of each ``arena-bench-stats`` line the null bots wrote to their logs."""
+    for path in sorted(logs.glob("*.stderr.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            words = line.split()
+            if words[:1] == [STATS_LINE] and len(words) % 2 == 1:
+                pairs = zip(words[1::2], words[2::2], strict=True)
+                yield path.name, [(kind, int(value)) for kind, value in pairs]
 
 
 def pinned_cpu() -> int:
@@ -334,16 +355,14 @@ def floor_stdio(binary: Path, games: list[_FloorGame], rounds: int) -> dict[str,
     bots = [subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in (0, 1)]
     assert all(b.stdin and b.stdout for b in bots)
     write = [b.stdin.fileno() for b in bots]  # type: ignore[union-attr]
-    read = [b.stdout.fileno() for b in bots]  # type: ignore[union-attr]
-    buffers = [b"", b""]
+    # Replies are read buffered: readline on the pipe's buffered reader (one read(2) of up to
+    # 8 KiB gives the whole reply; the line is split out in C, not by slicing a bytes buffer).
+    read = [b.stdout.readline for b in bots]  # type: ignore[union-attr]
 
     def receive(seat: int) -> dict[str, Any]:
-        while b"\n" not in buffers[seat]:
-            chunk = os.read(read[seat], 65536)
-            if not chunk:
-                raise RuntimeError("null bot closed its stdout")
-            buffers[seat] += chunk
-        line, buffers[seat] = buffers[seat].split(b"\n", 1)
+        line = read[seat]()
+        if not line:
+            raise RuntimeError("null bot closed its stdout")
         message: dict[str, Any] = orjson.loads(line)
         return message
 
