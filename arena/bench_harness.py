@@ -113,6 +113,11 @@ class Run:
     def workers_cpu_s(self) -> float:
         return self.children_cpu_s - self.bots_cpu_s - self.bridges_cpu_s
 
+    @property
+    def harness_cpu_s(self) -> float:
+        """Coordinator + workers + bridges: everything but the bots' own CPU."""
+        return self.coordinator_cpu_s + self.children_cpu_s - self.bots_cpu_s
+
 
 _COORDINATOR = """\
 import atexit, json, os, resource, sys
@@ -279,7 +284,7 @@ STATS_LINE = "arena-bench-stats"  # a null bot's counts in its log, when the san
 
 def _stats_lines(logs: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
     """(log name, counts) of each ``arena-bench-stats`` line the null bots wrote to their logs."""
-    for path in sorted(logs.glob("*.stderr.log")):
+    for path in sorted(logs.rglob("*.stderr.log")):  # logs/worker-N/BOT.stderr.log
         for line in path.read_text(errors="replace").splitlines():
             words = line.split()
             if words[:1] == [STATS_LINE] and len(words) % 2 == 1:
