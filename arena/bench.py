@@ -10,6 +10,7 @@ meaningful). ``--fastchess`` is the fastchess binary the peer section compares t
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import random
@@ -435,9 +436,8 @@ SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee
                                 "peer": bench_peer, "serve": bench_serve}
 
 
-def main(argv: list[str]) -> None:
-    import argparse
-
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m arena.bench`` (docs/performance.md documents each option)."""
     parser = argparse.ArgumentParser(prog="python -m arena.bench", description="Print performance figures.")
     parser.add_argument("sections", nargs="*", metavar="section",
                         help=f"sections to run (default: all): {', '.join(SECTIONS)}")
@@ -447,7 +447,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--stockfish", metavar="PATH",
                         help="peer: fastchess's engine (default: stockfish on PATH, else "
                         "/usr/games/stockfish)")
-    args = parser.parse_intermixed_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> None:
+    args = parser().parse_intermixed_args(argv)
     sections = dict(SECTIONS)
     sections["harness"] = functools.partial(bench_harness, quick=args.quick)
     sections["peer"] = functools.partial(bench_peer, quick=args.quick, fastchess=args.fastchess,
