@@ -13,11 +13,12 @@ How each figure is measured:
   (``getrusage(RUSAGE_SELF)``) and that of every process it and its descendants reaped
   (``RUSAGE_CHILDREN``: the referee workers, the bots, the ZeroMQ bridges) from an
   ``atexit`` hook. Each null bot writes its own CPU (``getrusage`` at its exit) to a
-  stats file, and a ZeroMQ bot also its parent bridge's (``/proc/<ppid>/stat``), so the
-  workers' CPU is RUSAGE_CHILDREN minus bots minus bridges. Moves come from the results.
+  stats file (under ``strict``, which hides that folder, to a line of its log), and a
+  ZeroMQ bot also its parent bridge's (``/proc/<ppid>/stat``), so the workers' CPU is
+  RUSAGE_CHILDREN minus bots minus bridges. Moves come from the results.
 * **The floor**: this process plays the same requests (built ahead by the protocol's
   builders from the same null-bot games) with the same bots: ``orjson.dumps`` +
-  ``os.write`` / ``os.read`` + ``orjson.loads`` over pipes, and ``send``/``recv`` on a
+  ``os.write`` / buffered ``readline`` + ``orjson.loads`` over pipes, and ``send``/``recv`` on a
   ROUTER for ZeroMQ (no bridge). Its CPU is ``time.process_time``: bots excluded. Two
   floors: requests built ahead (transport alone), and each request built from the
   engine's state and each reply applied with the rules' checks (what any referee must
