@@ -109,6 +109,8 @@ class Run:
     events: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # bot label -> events
     bot_reports: int = 0  # bot processes whose CPU was reported (stats file or log line)
     load: float = math.nan  # the 1-minute load average as the run started
+    workers_own_cpu_s: float = math.nan  # the referee workers' own CPU, their children apart
+    workers_seen: int = 0  # workers whose own CPU was read as they exited
 
     @property
     def workers_cpu_s(self) -> float:
@@ -116,17 +118,43 @@ class Run:
 
     @property
     def harness_cpu_s(self) -> float:
-        """Coordinator + workers + bridges: everything but the bots' own CPU."""
-        return self.coordinator_cpu_s + self.children_cpu_s - self.bots_cpu_s
+        """Coordinator + referee workers + ZeroMQ bridges, each process's own CPU: the bots'
+        never in it. (RUSAGE_CHILDREN less the bots' would be the same, but a sandboxed bot's
+        processes are not always reaped through the worker: under strict they can be missing
+        from it.)"""
+        return self.coordinator_cpu_s + self.workers_own_cpu_s + self.bridges_cpu_s
 
 
 _COORDINATOR = """\
 import atexit, json, os, resource, sys
+# pid -> its own CPU (every thread, no children), read as it exited and before it was reaped:
+# the referee workers (and multiprocessing's resource tracker), the processes reaped by waitpid
+_workers = {}
+_waitpid = os.waitpid
+def _own_cpu(pid):
+    try:
+        fields = open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def waitpid(pid, options):  # multiprocessing reaps its workers through os.waitpid
+    if pid > 0 and pid not in _workers:
+        try:
+            exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | (options & os.WNOHANG))
+        except ChildProcessError:
+            exited = None
+        if exited is not None:
+            cpu = _own_cpu(pid)
+            if cpu is not None:
+                _workers[pid] = cpu
+    return _waitpid(pid, options)
+os.waitpid = waitpid
 def _report():
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(os.environ["ARENA_BENCH_RUSAGE"], "w") as f:
         json.dump({"self": s.ru_utime + s.ru_stime, "children": c.ru_utime + c.ru_stime,
-                   "maxrss": s.ru_maxrss}, f)
+                   "maxrss": s.ru_maxrss, "workers_own": sum(_workers.values()),
+                   "workers_seen": len(_workers)}, f)
 atexit.register(_report)  # first: runs last, after multiprocessing's own exit hook
 from arena.cli import main
 sys.argv[0] = "arena"
@@ -216,7 +244,8 @@ class Bench:
               f"{wall:.1f} s (load {load:.2f})", file=sys.stderr, flush=True)
         return Run(games, moves, wall, usage["self"], usage["children"], bots, bridges,
                    usage["maxrss"], int(statistics.median(coordinator_rss or [0])),
-                   sorted(peaks.values(), reverse=True), failures, detail, events, reports, load)
+                   sorted(peaks.values(), reverse=True), failures, detail, events, reports, load,
+                   usage["workers_own"], usage["workers_seen"])
 
 
 def _poll(process: subprocess.Popen[bytes], peaks: dict[int, int], coordinator_rss: list[int]) -> None:

@@ -7,11 +7,14 @@ runs on the same machine, over at least two interleaved rounds.
 * **Our side**: the harness section's null bots (:mod:`arena.bench_harness`: C over stdio,
   Python over ZeroMQ; they never ask for the legal moves, the analogue of stockfish at
   ``nodes=1``), through ``arena run-tournament``, over stdio and ZeroMQ, sandbox ``none``
-  and ``strict``, concurrency 1 and 2. The harness's CPU is the coordinator's own
-  (``RUSAGE_SELF``) plus everything it reaped (``RUSAGE_CHILDREN``: referee workers, ZeroMQ
-  bridges, bots) minus the bots' own CPU, which each null bot reports at its exit
-  (``getrusage``): in its stats file, or under ``strict`` (which hides that folder) on a
-  line of its log. The bridges, which run inside the bot's sandbox, count as harness.
+  and ``strict``, concurrency 1 and 2. The harness's CPU is each harness process's own:
+  the coordinator's (``RUSAGE_SELF``), each referee worker's (its threads, not its children:
+  ``/proc/<pid>/stat`` as it exits, before the coordinator reaps it) and each ZeroMQ
+  bridge's (read by its null bot at exit from ``/proc/<ppid>/task/*/schedstat``; the bridge
+  runs inside the bot's sandbox but is harness code). The bots' CPU is never in it: no
+  subtraction, and no reliance on the sandbox's processes being reaped through the worker
+  (under ``strict`` they are not always). Each null bot also reports its own CPU (in its
+  stats file, or under ``strict`` on a line of its log), shown for scale.
 * **fastchess**: two stockfish engines at ``tc=inf nodes=1``, ``-games 2``, at concurrency
   1 and 2. Its CPU is fastchess's own, bots excluded exactly: once it exits (and before it
   is reaped: ``waitid(WNOWAIT)``) its ``/proc/<pid>/stat`` holds its threads' utime+stime,
@@ -317,7 +320,11 @@ def _ours(bench: Bench, pair: OurPair, sizes: PeerSizes) -> tuple[Figure, str]:
     if min(short.bot_reports, long.bot_reports) < expected:  # a bot's CPU would count as harness
         note = f"bots reported {short.bot_reports}/{long.bot_reports} of {expected}"
         return Figure(math.nan, (short.load, long.load)), note
-    split = [_margin(short, long, part) for part in ("coordinator_cpu_s", "workers_cpu_s", "bridges_cpu_s")]
+    if min(short.workers_seen, long.workers_seen) < concurrency:  # a worker's CPU would be missing
+        note = f"workers seen {short.workers_seen}/{long.workers_seen} of {concurrency}"
+        return Figure(math.nan, (short.load, long.load)), note
+    parts = ("coordinator_cpu_s", "workers_own_cpu_s", "bridges_cpu_s")
+    split = [_margin(short, long, part) for part in parts]
     note = " / ".join(us(x) for x in (split if transport == "zmq" else split[:2]))
     failures = short.failures + long.failures
     if failures:

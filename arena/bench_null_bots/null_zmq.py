@@ -40,8 +40,12 @@ def _parent_cpu_ns() -> int | None:
             fields = f.read().rsplit(b")", 1)[1].split()
     except OSError:
         return None
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    try:  # each live thread's run time in ns (schedstat): finer than stat's clock ticks
+        threads = os.listdir(f"/proc/{ppid}/task")
+        return sum(int(open(f"/proc/{ppid}/task/{t}/schedstat").read().split()[0]) for t in threads)
+    except (OSError, ValueError, IndexError):
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str]) -> None:
