@@ -146,3 +146,13 @@ def test_quick_peer_section_with_fastchess(tmp_path):
     out = _quick(tmp_path, "--fastchess", os.environ["ARENA_FASTCHESS"])
     assert "fastchess us/move" in out and "C pipe floor, round 1, c1" in out
     assert "round 1: ok" in out or "round 1: MISS" in out or "round 1: no pair measured" in out
+
+
+def test_the_harness_cpu_is_its_processes_own_never_a_subtraction_of_the_bots():
+    from arena.bench_harness import Run
+
+    run = Run(games=2, moves=100, wall_s=1.0, coordinator_cpu_s=0.5, children_cpu_s=0.2, bots_cpu_s=0.4,
+              bridges_cpu_s=0.3, coordinator_rss_kb=0, coordinator_median_rss_kb=0, worker_rss_kb=[],
+              failures=0, failure_detail="", workers_own_cpu_s=1.0, workers_seen=1)
+    # the sandboxed bots and bridges were not reaped through the worker (children < bots + bridges):
+    assert run.harness_cpu_s == 0.5 + 1.0 + 0.3
