@@ -85,7 +85,7 @@ class PeerSizes:
 
 
 FULL = PeerSizes(rounds=2, short=40, long=400, strict_short=20, strict_long=200, peer_short=10, peer_long=150,
-                 floor_games=2000, greedy_short=10, greedy_long=60)
+                 floor_games=2000, greedy_short=20, greedy_long=120)
 QUICK = PeerSizes(rounds=1, short=2, long=4, strict_short=2, strict_long=4, peer_short=2, peer_long=4,
                   floor_games=20, greedy_short=2, greedy_long=4)
 
