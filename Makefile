@@ -81,9 +81,13 @@ wheel-check: $(STAMP)  ## build the wheel, install it in a fresh venv, run a sho
 	rm -rf $(WHEEL_DIR)
 	@echo "wheel-check: the installed wheel ran a tournament and wrote its report outside the checkout; PROTOCOL.md ships in it"
 
-bench: $(STAMP)  ## print performance figures (all sections, the harness section included: about 15 min)
+# make bench FASTCHESS=/path/to/fastchess [STOCKFISH=/path/to/stockfish]: the peer section's side-by-side
+# (without FASTCHESS it compares with a C pipe floor; see docs/performance.md to build fastchess).
+FASTCHESS ?=
+STOCKFISH ?=
+bench: $(STAMP)  ## print performance figures (all sections, harness and peer included: about 30 min; FASTCHESS=PATH)
 	$(call debian_packages,$(DEMO_PACKAGES))
-	$(BIN)/python -m arena.bench
+	$(BIN)/python -m arena.bench $(if $(FASTCHESS),--fastchess $(FASTCHESS)) $(if $(STOCKFISH),--stockfish $(STOCKFISH))
 
 bench-bots: $(STAMP)  ## bot strength: mcts against greedy and random, 200 games each at 1 s per move (over an hour)
 	$(BIN)/python -m arena.bench_bots --games 200 --per-move-ms 1000

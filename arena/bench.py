@@ -1,13 +1,16 @@
 """`make bench`: performance figures, printed (never asserted by a timed test).
 
-Run as ``python -m arena.bench [section ...] [--quick]``; sections: engine, referee,
-tournament, sandbox, freeze, wait, harness, serve (default: all). ``--quick`` makes the harness
-section a
-short smoke run (its figures are not meaningful).
+Run as ``python -m arena.bench [section ...] [--quick] [--fastchess PATH] [--stockfish PATH]``;
+sections: engine, referee, tournament, sandbox, freeze, wait, harness, peer, serve (default:
+all). ``--quick`` makes the harness and peer sections short smoke runs (their figures are not
+meaningful). ``--fastchess`` is the fastchess binary the peer section compares the harness with
+(without it, a C pipe floor), ``--stockfish`` its engine (default: ``stockfish`` on PATH, else
+/usr/games/stockfish).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import random
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.bench_harness import bench_harness
+from arena.bench_peer import bench_peer
 from arena.bench_serve import bench_serve
 from arena.engine import GameState
 
@@ -429,17 +433,33 @@ def _us(samples_ns: list[int]) -> str:
 SECTIONS: dict[str, Section] = {"engine": bench_engine, "referee": bench_referee,
                                 "tournament": bench_tournament, "sandbox": bench_sandbox,
                                 "freeze": bench_freeze, "wait": bench_wait, "harness": bench_harness,
-                                "serve": bench_serve}
+                                "peer": bench_peer, "serve": bench_serve}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m arena.bench`` (docs/performance.md documents each option)."""
+    parser = argparse.ArgumentParser(prog="python -m arena.bench", description="Print performance figures.")
+    parser.add_argument("sections", nargs="*", metavar="section",
+                        help=f"sections to run (default: all): {', '.join(SECTIONS)}")
+    parser.add_argument("--quick", action="store_true", help="harness and peer: short smoke runs")
+    parser.add_argument("--fastchess", metavar="PATH",
+                        help="peer: the fastchess binary to compare with (without it: a C pipe floor)")
+    parser.add_argument("--stockfish", metavar="PATH",
+                        help="peer: fastchess's engine (default: stockfish on PATH, else "
+                        "/usr/games/stockfish)")
+    return parser
 
 
 def main(argv: list[str]) -> None:
+    args = parser().parse_intermixed_args(argv)
     sections = dict(SECTIONS)
-    if "--quick" in argv:
-        sections["harness"] = functools.partial(bench_harness, quick=True)
-    names = [name for name in argv if name != "--quick"] or list(sections)
-    for name in names:
+    sections["harness"] = functools.partial(bench_harness, quick=args.quick)
+    sections["peer"] = functools.partial(bench_peer, quick=args.quick, fastchess=args.fastchess,
+                                         stockfish=args.stockfish)
+    for name in args.sections:
         if name not in sections:
             raise SystemExit(f"unknown bench section {name!r}: choose from {', '.join(sections)}")
+    for name in args.sections or list(sections):
         sections[name]()
 
 

@@ -13,11 +13,12 @@ How each figure is measured:
   (``getrusage(RUSAGE_SELF)``) and that of every process it and its descendants reaped
   (``RUSAGE_CHILDREN``: the referee workers, the bots, the ZeroMQ bridges) from an
   ``atexit`` hook. Each null bot writes its own CPU (``getrusage`` at its exit) to a
-  stats file, and a ZeroMQ bot also its parent bridge's (``/proc/<ppid>/stat``), so the
-  workers' CPU is RUSAGE_CHILDREN minus bots minus bridges. Moves come from the results.
+  stats file (under ``strict``, which hides that folder, to a line of its log), and a
+  ZeroMQ bot also its parent bridge's (``/proc/<ppid>/stat``), so the workers' CPU is
+  RUSAGE_CHILDREN minus bots minus bridges. Moves come from the results.
 * **The floor**: this process plays the same requests (built ahead by the protocol's
   builders from the same null-bot games) with the same bots: ``orjson.dumps`` +
-  ``os.write`` / ``os.read`` + ``orjson.loads`` over pipes, and ``send``/``recv`` on a
+  ``os.write`` / buffered ``readline`` + ``orjson.loads`` over pipes, and ``send``/``recv`` on a
   ROUTER for ZeroMQ (no bridge). Its CPU is ``time.process_time``: bots excluded. Two
   floors: requests built ahead (transport alone), and each request built from the
   engine's state and each reply applied with the rules' checks (what any referee must
@@ -106,19 +107,54 @@ class Run:
     failures: int
     failure_detail: str
     events: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # bot label -> events
+    bot_reports: int = 0  # bot processes whose CPU was reported (stats file or log line)
+    load: float = math.nan  # the 1-minute load average as the run started
+    workers_own_cpu_s: float = math.nan  # the referee workers' own CPU, their children apart
+    workers_seen: int = 0  # workers whose own CPU was read as they exited
 
     @property
     def workers_cpu_s(self) -> float:
         return self.children_cpu_s - self.bots_cpu_s - self.bridges_cpu_s
 
+    @property
+    def harness_cpu_s(self) -> float:
+        """Coordinator + referee workers + ZeroMQ bridges, each process's own CPU: the bots'
+        never in it. (RUSAGE_CHILDREN less the bots' would be the same, but a sandboxed bot's
+        processes are not always reaped through the worker: under strict they can be missing
+        from it.)"""
+        return self.coordinator_cpu_s + self.workers_own_cpu_s + self.bridges_cpu_s
+
 
 _COORDINATOR = """\
 import atexit, json, os, resource, sys
+# pid -> its own CPU (every thread, no children), read as it exited and before it was reaped:
+# the referee workers (and multiprocessing's resource tracker), the processes reaped by waitpid
+_workers = {}
+_waitpid = os.waitpid
+def _own_cpu(pid):
+    try:
+        fields = open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def waitpid(pid, options):  # multiprocessing reaps its workers through os.waitpid
+    if pid > 0 and pid not in _workers:
+        try:
+            exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | (options & os.WNOHANG))
+        except ChildProcessError:
+            exited = None
+        if exited is not None:
+            cpu = _own_cpu(pid)
+            if cpu is not None:
+                _workers[pid] = cpu
+    return _waitpid(pid, options)
+os.waitpid = waitpid
 def _report():
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(os.environ["ARENA_BENCH_RUSAGE"], "w") as f:
         json.dump({"self": s.ru_utime + s.ru_stime, "children": c.ru_utime + c.ru_stime,
-                   "maxrss": s.ru_maxrss}, f)
+                   "maxrss": s.ru_maxrss, "workers_own": sum(_workers.values()),
+                   "workers_seen": len(_workers)}, f)
 atexit.register(_report)  # first: runs last, after multiprocessing's own exit hook
 from arena.cli import main
 sys.argv[0] = "arena"
@@ -157,8 +193,11 @@ class Bench:
                                           f"command = {json.dumps(command)}\nprotocol = \"{transport}\"\n")
         return folder
 
-    def run(self, transport: str, games: int, *, concurrency: int, sandbox: str) -> Run:
-        """One tournament; ``sandbox`` "pinned" is ``none`` with everything on one CPU."""
+    def run(self, transport: str, games: int, *, concurrency: int, sandbox: str,
+            entrants: Path | None = None) -> Run:
+        """One tournament; ``sandbox`` "pinned" is ``none`` with everything on one CPU.
+
+        ``entrants``: a folder of other bots than the null bots (which report no CPU)."""
         pin = [] if sandbox != PINNED else ["taskset", "-c", str(pinned_cpu())]
         sandbox = "none" if sandbox == PINNED else sandbox
         with self._lock:
@@ -170,9 +209,10 @@ class Bench:
         rusage = work / "rusage.json"
         out = work / "results"
         argv = [*pin, sys.executable, "-c", _COORDINATOR, "run-tournament", "--bots",
-                str(self.entrants(transport, stats, number)), "--games", str(games), "--concurrency",
-                str(concurrency), "--sandbox", sandbox, "--out", str(out)]
+                str(entrants or self.entrants(transport, stats, number)), "--games", str(games),
+                "--concurrency", str(concurrency), "--sandbox", sandbox, "--out", str(out)]
         env = {**os.environ, "ARENA_BENCH_RUSAGE": str(rusage)}
+        load = os.getloadavg()[0]
         started = time.perf_counter()
         process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         peaks: dict[int, int] = {}
@@ -188,21 +228,24 @@ class Bench:
         usage = json.loads(rusage.read_text())
         moves, failures, detail = _moves(out)
         bots = bridges = 0.0
+        reports = 0
         events: dict[str, list[tuple[str, int]]] = {}
-        for label, lines in _stats_files(stats):
+        for label, lines in [*_stats_files(stats), *_stats_lines(out / "logs")]:
             for kind, value in lines:
                 if kind == "cpu_ns":
                     bots += value / 1e9
+                    reports += 1
                 elif kind == "bridge_cpu_ns":
                     bridges += value / 1e9
                 elif kind in ("N", "R", "O"):
                     events.setdefault(label, []).append((kind, value))
         shutil.rmtree(work)  # a 10,000-game run stores ~100 MB
         print(f"  ... {transport} {sandbox} concurrency {concurrency}: {games} games, {moves} moves in "
-              f"{wall:.1f} s", file=sys.stderr, flush=True)
+              f"{wall:.1f} s (load {load:.2f})", file=sys.stderr, flush=True)
         return Run(games, moves, wall, usage["self"], usage["children"], bots, bridges,
                    usage["maxrss"], int(statistics.median(coordinator_rss or [0])),
-                   sorted(peaks.values(), reverse=True), failures, detail, events)
+                   sorted(peaks.values(), reverse=True), failures, detail, events, reports, load,
+                   usage["workers_own"], usage["workers_seen"])
 
 
 def _poll(process: subprocess.Popen[bytes], peaks: dict[int, int], coordinator_rss: list[int]) -> None:
@@ -264,6 +307,19 @@ def _stats_files(stats: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
         files.append((path.name.split("-")[0], first, lines))
     for label, _, lines in sorted(files, key=lambda f: (f[0], f[1])):
         yield label, lines
+
+
+STATS_LINE = "arena-bench-stats"  # a null bot's counts in its log, when the sandbox hid its folder
+
+
+def _stats_lines(logs: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
+    """(log name, counts) of each ``arena-bench-stats`` line the null bots wrote to their logs."""
+    for path in sorted(logs.rglob("*.stderr.log")):  # logs/worker-N/BOT.stderr.log
+        for line in path.read_text(errors="replace").splitlines():
+            words = line.split()
+            if words[:1] == [STATS_LINE] and len(words) % 2 == 1:
+                pairs = zip(words[1::2], words[2::2], strict=True)
+                yield path.name, [(kind, int(value)) for kind, value in pairs]
 
 
 def pinned_cpu() -> int:
@@ -334,16 +390,14 @@ def floor_stdio(binary: Path, games: list[_FloorGame], rounds: int) -> dict[str,
     bots = [subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in (0, 1)]
     assert all(b.stdin and b.stdout for b in bots)
     write = [b.stdin.fileno() for b in bots]  # type: ignore[union-attr]
-    read = [b.stdout.fileno() for b in bots]  # type: ignore[union-attr]
-    buffers = [b"", b""]
+    # Replies are read buffered: readline on the pipe's buffered reader (one read(2) of up to
+    # 8 KiB gives the whole reply; the line is split out in C, not by slicing a bytes buffer).
+    read = [b.stdout.readline for b in bots]  # type: ignore[union-attr]
 
     def receive(seat: int) -> dict[str, Any]:
-        while b"\n" not in buffers[seat]:
-            chunk = os.read(read[seat], 65536)
-            if not chunk:
-                raise RuntimeError("null bot closed its stdout")
-            buffers[seat] += chunk
-        line, buffers[seat] = buffers[seat].split(b"\n", 1)
+        line = read[seat]()
+        if not line:
+            raise RuntimeError("null bot closed its stdout")
         message: dict[str, Any] = orjson.loads(line)
         return message
 

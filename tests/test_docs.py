@@ -95,3 +95,25 @@ def test_where_to_change_one_thing_names_places_that_exist() -> None:
     code = {path: (REPO / path).read_text() for path in named if path.endswith(".py")}
     for symbol in re.findall(r"`(\w+)` type", text) + re.findall(r"`(\w+)` \(`", text):
         assert any(symbol in source for source in code.values()), symbol
+
+
+def test_the_bench_options_and_make_variables_are_documented() -> None:
+    """`python -m arena.bench`'s sections and options, and the variables `make bench` passes on,
+    are in docs/performance.md; and the Makefile passes each variable to its option."""
+    from arena.bench import SECTIONS, parser
+
+    text = (REPO / "docs" / "performance.md").read_text()
+    flags = [f for action in parser()._actions for f in action.option_strings
+             if f.startswith("--") and f != "--help"]
+    assert set(flags) >= {"--quick", "--fastchess", "--stockfish"}
+    missing = [f for f in flags if f"`{f}" not in text]
+    missing += [f"section {name}" for name in SECTIONS
+                if not re.search(rf"arena\.bench[^`\n]* {name}\b", text)]
+    makefile = (REPO / "Makefile").read_text()
+    bench = makefile.split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    for variable, flag in re.findall(r"\$\(if \$\((\w+)\),(--[\w-]+) \$\(\1\)\)", bench):
+        assert flag in flags, (variable, flag)
+        if f"make bench {variable}=" not in text.replace("\n", " "):
+            missing.append(f"make bench {variable}=")
+    assert re.findall(r"\$\(if \$\((\w+)\)", bench) == ["FASTCHESS", "STOCKFISH"]
+    assert missing == [], f"undocumented in docs/performance.md: {missing}"
