@@ -465,10 +465,12 @@ class PipeChannel:
             raise item.error from None
 
     def _read_available(self) -> None:
-        """Read what the pipe holds now (up to a budget) and frame it."""
+        """Read what the pipe holds now (up to a budget, and no further once the inbox is
+        flooded: nothing more is kept) and frame it."""
         total = 0
         framer = self.framer
-        while total < _READ_BUDGET and not self._eof:
+        inbox = self.inbox
+        while total < _READ_BUDGET and not self._eof and not inbox.flooded:
             try:
                 chunk = os.read(self._out_fd, _READ_CHUNK)
             except BlockingIOError:

@@ -291,7 +291,7 @@ class Bridge:
         except OSError:
             self.drop(conn.fd)
             return
-        del out[:written]
+        conn.peer.sent(written)
         if not out and conn is self.bot:
             self.unread = 0
 

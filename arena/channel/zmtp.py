@@ -3,14 +3,16 @@ no I/O (:mod:`arena.channel.zmq_bridge` reads and writes the socket).
 
 One :class:`Peer` per accepted connection: :meth:`Peer.feed` takes the bytes read and returns
 the events they complete; :attr:`Peer.out` holds what to write back (the greeting, READY,
-a PONG). Spoken (https://rfc.zeromq.org/spec/23/ and /spec/37/):
+a PONG), and :meth:`Peer.sent` drops what was written. Spoken (https://rfc.zeromq.org/spec/23/ and /spec/37/):
 
 * ZMTP 3.1, and 3.0 peers (they never send PING; we answer as 3.0 would), and ZMTP 2.0
   peers (libzmq 3.x, JeroMQ 0.3: revision 1, a socket-type byte and an identity frame);
 * the NULL mechanism only, with the READY command's Socket-Type (DEALER, REQ or ROUTER:
   those libzmq lets talk to a ROUTER) and Identity properties;
 * short and long frames, the MORE flag (a multipart message is counted, its bodies dropped),
-  the COMMAND flag: PING is answered with PONG echoing its context, PONG is ignored.
+  the COMMAND flag: PING is answered with PONG echoing its context (one PONG waits to be
+  written at most, as with libzmq: a peer that sends PINGs and does not read costs nothing
+  more), PONG is ignored.
 
 Refused with a :class:`ZmtpError` whose reason is written for the bot's author: another
 mechanism (PLAIN, CURVE, GSSAPI), an incompatible socket type, ZMTP 1.0 or an unknown
@@ -120,10 +122,16 @@ class Peer:
         self._first_empty = False
         self._skip = 0  # body bytes of a counted multipart frame still to drop
         self._major = MAJOR
+        self._pong_end = 0  # where in out the PONG not written yet ends (0: none waits)
 
     @property
     def ready(self) -> bool:
         return self.state == "traffic"
+
+    def sent(self, size: int) -> None:
+        """The first ``size`` bytes of :attr:`out` were written."""
+        del self.out[:size]
+        self._pong_end = max(0, self._pong_end - size)
 
     def feed(self, data: bytes) -> list[tuple[str, object]]:
         """The bytes read from the connection: the events they complete, in order. Raises
@@ -313,7 +321,9 @@ class Peer:
         if name == b"PING":
             if len(data) < 2 or len(data) > 2 + 16:
                 raise ZmtpError("a malformed PING command", handshake=False)
-            self.out += command(b"PONG", data[2:])  # the context echoed
+            if not self._pong_end:  # else one waits already: the peer is not reading
+                self.out += command(b"PONG", data[2:])  # the context echoed
+                self._pong_end = len(self.out)
         elif name not in (b"PONG", b"SUBSCRIBE", b"CANCEL"):
             raise ZmtpError(f"a ZMTP command the arena does not speak ({name.decode('ascii', 'replace')!r})",
                             handshake=False)

@@ -94,3 +94,19 @@ def test_a_pong_waits_for_the_half_written_frame(bridge) -> None:  # type: ignor
     assert run.frame() == (b"M", b"hello")
     run.send(b"y" * (4 << 20))  # more than the socket's buffer: written in parts
     assert run.frame() == (b"M", b"ok %d" % (4 << 20))
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+def test_pings_never_read_cost_the_bridge_one_pong(bridge) -> None:  # type: ignore[no-untyped-def]
+    """Red team: a bot that sends PINGs and never reads had the bridge keep every PONG (8 MB of
+    PINGs: +7 MiB; 12 MiB/s under strict until the cgroup killed it)."""
+    run = bridge("pings_unread")
+    assert run.frame() == (b"M", b"hello")
+    before = _rss_kib(run.proc.pid)
+    assert run.frame() == (b"M", b"flooded")
+    grown = _rss_kib(run.proc.pid) - before
+    assert grown < 2048, f"the bridge grew by {grown} KiB"

@@ -87,6 +87,23 @@ def test_ping_is_answered_with_pong_echoing_the_context() -> None:
     assert peer.feed(zmtp.command(b"PONG")) == [] and not peer.out
 
 
+def test_a_peer_that_pings_and_never_reads_has_one_pong_waiting() -> None:
+    """Red team: 10 MB of PINGs from a bot that never reads had the bridge keep a PONG for each
+    (its memory grew by 12 MiB/s until the cgroup killed it, or without end unconfined). As with
+    libzmq, one PONG waits at most, behind what was queued before it."""
+    peer = ready_peer()
+    peer.out += b"m" * 1000  # a message of the referee's being written
+    ping = zmtp.command(b"PING", b"\x00\x10" + b"c" * 16)
+    pong = zmtp.command(b"PONG", b"c" * 16)
+    for _ in range(40):
+        assert peer.feed(ping * 10_000) == []
+    assert bytes(peer.out) == b"m" * 1000 + pong  # 9.2 MB before
+    peer.sent(1000 + len(pong) - 1)
+    assert peer.feed(ping) == [] and bytes(peer.out) == pong[-1:]  # its last byte is not written
+    peer.sent(1)
+    assert peer.feed(ping) == [] and bytes(peer.out) == pong  # written: the next PING is answered
+
+
 def test_a_multipart_message_is_counted_not_kept() -> None:
     peer = ready_peer()
     wire = zmtp.frame(b"", zmtp.MORE) + zmtp.frame(b"x" * 50, zmtp.MORE) + zmtp.frame(b"y" * 60)

@@ -63,6 +63,8 @@ else:
         sock.sendall(b"\x08\x00")
     elif mode == "drop":
         sock.close()
+    elif mode == "pings_unread":  # 8 MB of PINGs, never reading the PONGs
+        sock.sendall(zmtp.command(b"PING", b"\x00\x10" + b"c" * 16) * 320_000 + zmtp.frame(b"flooded"))
     elif mode == "ping_midframe":  # the referee's message is big; a PING while it is half written
         sock.recv(1, socket.MSG_PEEK)  # its first bytes are here: the bridge is writing the rest
         sock.sendall(zmtp.command(b"PING", b"\x00\x10ctx"))
