@@ -16,10 +16,7 @@ from typing import Any
 from arena.bots.session import BotHandle
 from arena.protocol import messages
 from arena.protocol.constants import MAX_MESSAGE_BYTES
-from arena.testing import Exit, FakeClock, Output, ScriptedBot, ScriptedChannel, Think, reply, scripted_handle
-
-__all__ = ["KINDS", "TRIGGER_MOVE", "Exit", "FakeClock", "Output", "ScriptedBot", "ScriptedChannel", "Think",
-           "misbehaving", "reply", "scripted_pair"]
+from arena.testing import Exit, FakeClock, Output, ScriptedBot, Think, reply, scripted_handle
 
 TRIGGER_MOVE = 3  # a misbehaving bot plays normally until its third move of a game
 _LOGS = tempfile.TemporaryDirectory(prefix="arena-scripted-")  # the handles' logs, removed at exit
