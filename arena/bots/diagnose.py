@@ -486,6 +486,8 @@ def _program_hint(f: Facts) -> str:
     the sandbox's view, not executable, without its #! line, or with Windows line endings."""
     words = f.command
     folder = f.folder
+    if not words:  # (a manifest's command is never empty)
+        return ""
     if f.strict:
         for word in words:
             if word.startswith("/") and word in f.hidden:
