@@ -1,6 +1,11 @@
-"""Failure reports an author can act on (issue 15): one real newcomer bot per common
-mistake, run through the `arena` command line; each report must name the mistake and say
-what to change, show the bot's log tail, and keep the log."""
+"""Failure reports an author can act on (issue 15), run through the `arena` command line with
+real newcomer bots: each report must name the mistake and say what to change, show the bot's
+log tail, and keep the log.
+
+Every hint's text is a row of facts in tests/bots/test_diagnose.py (no process); here a dozen
+of them run end to end, one real bot for each kind of fact the probe reads (its folder, its
+log, its pipe, /proc, the sandbox), and the slow suite runs every other newcomer program
+(:data:`SWEEP`)."""
 
 from __future__ import annotations
 
@@ -669,3 +674,88 @@ def test_cells_counted_from_1_are_told_the_convention(tmp_path: Path, game: str)
         assert re.fullmatch(r"one-based played an illegal move .*: cell \[\d, \d\] is off the 7x7 quilt: "
                             rf"{convention} \(rows 0-6, columns 0-6\); patch \d+ covers \d cells",
                             result["detail"]), result["detail"]
+
+
+# ------------------------------------------------------------------ the slow sweep
+# Every other newcomer program, each a row of tests/bots/test_diagnose.py, run for real in the
+# slow suite: the probe must find in a real bot the facts its row gives. (script and its
+# arguments, check-bot's, the hint; None: no hint at all)
+BLANK = ("it wrote only blank lines on stdout after the move_request, and no move: write the move as one "
+         "line of JSON, and nothing else, then flush stdout")
+SWEEP = [
+    ("read_to_eof.py", QUICK, SILENT_MOVE),
+    ("move_no_newline.py", QUICK,
+     "it wrote part of a line and no newline after the move_request: end each message with a newline "
+     "and flush stdout after it"),
+    ("blank_lines.py", QUICK, BLANK),
+    ("thinks_in_a_thread.py", QUICK, "it was still computing when its time ran out: it is too slow"),  # a JVM
+    ("ponders_unflushed.py unflushed", QUICK, SILENT_MOVE),
+    ("ponders_unflushed.py no_newline", QUICK,
+     "it wrote part of a line and no newline after the move_request"),
+    ("sleeps_too_long.py", QUICK,
+     "it was sleeping when its time ran out (not reading its input, not computing)"),
+    ("answers_late.py", QUICK, "it is too slow for this time control"),
+    ("dies_saying_why.py heap", (),
+     'its next lines on stdout, as it died: "Could not reserve enough space for 8388608KB object heap"; '
+     "the JVM could not get the heap it was given: give it -Xmx well under the bot's memory (4096 MiB "
+     "of address space under --sandbox none), e.g. -Xmx512m"),
+    ("dies_saying_why.py threads", (),
+     "a JVM writes its own warnings on stdout: give java -Xlog:disable -Xlog:all=warning:stderr (they "
+     "then go to the bot's log); it could not start a thread: under --sandbox strict a bot has at most "
+     "256 processes and threads"),
+    ("dies_saying_why.py plain", (),
+     'its next lines on stdout, as it died: "giving up"; a program that fails may write why on stdout '
+     "(a JVM does)"),
+    ("dies_saying_why.py binary", (),
+     'its next lines on stdout, as it died: "[MalformedMessageError: bot dies-saying-why: a message '
+     "that is not UTF-8"),
+    ("pretty.py", (), "one message per line"),
+    ("debug_print.py", (),
+     "stdout carries only protocol messages: print debug output to stderr (it goes to the bot's log)"),
+    ("prints_a_dict.py", (),
+     "this is how Python prints a dict (single quotes, True, None), not JSON: send "
+     "print(json.dumps(message), flush=True)"),
+    ("bad_json.py bigint", (), None), ("bad_json.py nan", (), None), ("bad_json.py deep", (), None),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("script", "args", "hint"), SWEEP, ids=[case[0] for case in SWEEP])
+def test_every_newcomer_program_gets_the_hint_of_its_facts(tmp_path: Path, script: str,
+                                                           args: tuple[str, ...], hint: str | None) -> None:
+    name, *words = script.split()
+    code, out = check_bot(newcomer(tmp_path, name, *words), *args)
+    hints = [line.split(" - hint: ", 1)[1] for line in out.splitlines() if " - hint: " in line]
+    assert code == 1 and (hints == [] if hint is None else any(hint in said for said in hints)), out
+
+
+@pytest.mark.slow
+def test_a_bot_computing_before_its_hello_is_told_so_not_to_flush(tmp_path: Path) -> None:
+    """Newcomer trial: a bot precomputing for 25 s before its hello (silent, on a CPU all along)
+    was told "it wrote nothing on stdout: flush your stdout" (the start limit shrunk to 2 s)."""
+    proc = arena_patched("from arena.bots.session import BotHandle\n"
+                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0", "check-bot",
+                         str(newcomer(tmp_path, "precomputes.py", "10")), "--games", "1",
+                         "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    assert ("hint: it was still computing when the start timeout (2 s) ran out: send hello first, then "
+            "load or precompute") in out and "flush" not in out, out
+
+
+@pytest.mark.slow
+@needs_strict
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Path) -> None:
+    """Red team: Node says "EROFS: read-only file system" (lower case) and "EACCES: permission
+    denied, open 'moves.log'": neither got the hint Python's errors get."""
+    folder = newcomer(tmp_path, "writes_beside.js", command=["node", "writes_beside.js"], name="js")
+    assert check_bot(folder)[0] == 0  # fine under none (and it leaves moves.log there)
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EACCES: permission denied, open 'moves.log'" in out, out
+    assert ("hint: under --sandbox strict the bot's folder is read-only and moves.log belongs to another "
+            "user: write files in $TMPDIR") in out, out
+    (folder / "moves.log").unlink()
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EROFS: read-only file system, open 'moves.log'" in out, out
+    assert "hint: under --sandbox strict the bot's folder is read-only: write files in $TMPDIR" in out, out
