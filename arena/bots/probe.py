@@ -262,23 +262,41 @@ def dying_lines(process: BotProcess, channel: StdioChannel) -> tuple[str, ...]:
 
 def probe(handle: BotHandle, error: BaseException) -> Facts:
     """The facts of ``handle``'s failure ``error`` (its bot's folder, log, channel and
-    processes looked at now), for :func:`~arena.bots.diagnose.diagnose`."""
-    manifest, launcher = handle.manifest, handle.launcher
+    processes looked at now), for :func:`~arena.bots.diagnose.diagnose`. A running bot's
+    pipe and /proc are looked at first, before its folder and log: a reply a few ms late
+    must find the bot as it was when its time ran out (asleep), not on a CPU writing it."""
+    manifest, launcher, session = handle.manifest, handle.launcher, handle.session
     kind = error_kind(error)
-    folder = manifest.folder.resolve()
+    silent = isinstance(error, BotTimeoutError) and error.silent
+    stdio = manifest.protocol == "stdio"
     running = handle.is_running()
-    tail = tuple(handle.log_tail(LOG_LOOK_LINES))
-    command = tuple(manifest.command)
-    session = handle.session
     channel = handle.channel if isinstance(handle.channel, StdioChannel) else None
     process = handle.process if isinstance(handle.process, BotProcess) else None
-    stdio = manifest.protocol == "stdio"
+    found: dict[str, Any] = {}
+    if channel is not None and process is not None and stdio:
+        if not handle.hello and kind in ("start", "terminated") and handle.no_hello:
+            found["partial_line"] = bool(channel.partial_line().strip())
+            if not found["partial_line"] and running:
+                found["busy"] = busy(process)
+        if silent and running:
+            found["states"] = seen = states(process)
+            if not seen & {"T", "t"}:
+                found["waits"] = waited = waits(process)
+                if "input" not in waited and "R" not in seen:
+                    found["busy"] = busy(process)
+                # What its stdout holds, read once the sampling above is done (it takes up to
+                # BUSY_SAMPLE_S): a reply a few ms late lands meanwhile.
+                found["partial_line"] = bool(channel.partial_line().strip())
+                found["wrote_since_send"] = wrote = channel.wrote_since_send()
+                found["reply_waiting"] = wrote and len(channel.inbox) > 0
+    folder = manifest.folder.resolve()
+    tail = tuple(handle.log_tail(LOG_LOOK_LINES))
+    command = tuple(manifest.command)
     facts = Facts(
-        kind=kind, error=str(error), silent=isinstance(error, BotTimeoutError) and error.silent,
-        stdio=stdio, strict=launcher.strict, language=handle.language, command=command,
-        program=manifest.argv()[0] if command else "", folder=str(folder),
-        folder_names=frozenset({folder.name, manifest.folder.name}), has_build=bool(manifest.build),
-        broken=handle.broken is not None,
+        kind=kind, error=str(error), silent=silent, stdio=stdio, strict=launcher.strict,
+        language=handle.language, command=command, program=manifest.argv()[0] if command else "",
+        folder=str(folder), folder_names=frozenset({folder.name, manifest.folder.name}),
+        has_build=bool(manifest.build), broken=handle.broken is not None,
         files=_files(folder, command, tail),
         hidden=tuple(word for word in command if word.startswith("/")
                      and not launcher.shows(word, folder=folder)),
@@ -288,23 +306,7 @@ def probe(handle: BotHandle, error: BaseException) -> Facts:
         bad_text=session.bad_text if session is not None else "",
         last_sent=session.last_sent if session is not None else 0,
         moved_this_game=handle.moved_this_game, games_this_run=handle.games_this_run,
-        memory_limit=launcher.memory_limit(), max_processes=launcher.sandbox_limits.processes)
-    found: dict[str, Any] = {}
-    if channel is not None and process is not None and facts.starting and stdio and facts.no_hello:
-        found["partial_line"] = bool(channel.partial_line().strip())
-        if not found["partial_line"] and running:
-            found["busy"] = busy(process)
-    if channel is not None and process is not None and facts.silent and stdio and running:
-        found["states"] = seen = states(process)
-        if not seen & {"T", "t"}:
-            found["waits"] = waited = waits(process)
-            if "input" not in waited and "R" not in seen:
-                found["busy"] = busy(process)
-            # What its stdout holds, read once the sampling above is done (it takes up to
-            # BUSY_SAMPLE_S): a reply a few ms late lands meanwhile.
-            found["partial_line"] = bool(channel.partial_line().strip())
-            found["wrote_since_send"] = wrote = channel.wrote_since_send()
-            found["reply_waiting"] = wrote and len(channel.inbox) > 0
+        memory_limit=launcher.memory_limit(), max_processes=launcher.sandbox_limits.processes, **found)
     if channel is not None and process is not None and needs_dying_words(facts):
-        found["next_lines"] = dying_lines(process, channel)
-    return dataclasses.replace(facts, **found) if found else facts
+        facts = dataclasses.replace(facts, next_lines=dying_lines(process, channel))
+    return facts
