@@ -16,29 +16,31 @@ import pytest
 
 from arena.bots.manifest import Manifest
 from arena.bots.pool import BotPool, sample_bots_dir
-from arena.bots.session import MAX_SILENT_STARTS
+from arena.bots.session import MAX_SILENT_STARTS, BotHandle
 from arena.engine import GameState, Termination
 from arena.launch.process import ResourceLimits
 from arena.records import replay
 from arena.referee import GameResult, TimeControl, play_game
 from tests.helpers import live_bot_processes, misbehaving_bot, write_bot
-from tests.scripted import TRIGGER_MOVE, ScriptedBot, ScriptedPlayer, scripted_pair
+from tests.scripted import TRIGGER_MOVE, ScriptedBot, scripted_pair
 
 FAST = TimeControl(per_move_ms=300, bank_ms=500, first_move_ms=2000)
 
 
 # ------------------------------------------------------------------ scripted bots, in-process
-def play_scripted(players: tuple[ScriptedPlayer, ScriptedPlayer], *, games: int = 1,
+def play_scripted(players: tuple[BotHandle, BotHandle], *, games: int = 1,
                   tc: TimeControl = FAST) -> list[GameResult]:
-    clock = players[0].clock
+    clock = players[0].launcher.clock
     return [play_game(players, seed=game, time_control=tc, game_id=f"g{game}", clock=clock)
             for game in range(games)]
 
 
-def assert_lost_by_seat_0(result: GameResult, termination: Termination, detail: str) -> None:
+def assert_lost_by_seat_0(result: GameResult, termination: Termination, detail: str,
+                          logs: Path | None = None) -> None:
+    """``detail`` is in the result's, where the logs' folder ``logs`` is left out of the paths."""
     assert result.termination is termination, result.detail
     assert result.loser == 0 and result.winner == 1
-    assert detail in result.detail, result.detail
+    assert detail in result.detail.replace(f"{logs}/", ""), result.detail
     recorded = result.record["result"]
     assert recorded["reason"] == termination.value and recorded["winner"] == 1
     assert recorded["loser"] == 0 and recorded["detail"] == result.detail
@@ -77,14 +79,15 @@ def test_scripted_misbehaviour_loses_with_recorded_reason(kind: str, termination
                                                           detail: str) -> None:
     players = scripted_pair(kind)
     (result,) = play_scripted(players)
-    assert_lost_by_seat_0(result, termination, detail)
     offender, opponent = players
-    assert offender.kills == 1 and opponent.kills == 0  # the offender is killed, restarted next game
-    over = [m for m in opponent.bot.received if m["type"] == "game_over"]
+    assert_lost_by_seat_0(result, termination, detail, logs=offender.stderr_log.parent)
+    # the offender is killed, restarted next game
+    assert offender.launcher.kills == 1 and opponent.launcher.kills == 0
+    over = [m for m in opponent.launcher.bot.received if m["type"] == "game_over"]
     if opponent.starts:  # (not started when its opponent failed to start first)
         assert len(over) == 1 and over[0]["result"]["loser"] == 0
         assert over[0]["result"]["detail"] == result.detail.split("\n", 1)[0]  # not the log tail
-    told = [m["message"] for m in offender.bot.received if m["type"] == "error"]
+    told = [m["message"] for m in offender.launcher.bot.received if m["type"] == "error"]
     if termination in (Termination.CRASH, Termination.START_FAILURE) and kind != "wrong_protocol":
         assert told == []
     else:  # told why, in one line (PROTOCOL.md "How a game ends"; a version it does not speak: section 11)
@@ -122,7 +125,7 @@ def test_sequence_numbers_grow_across_games_and_restarts() -> None:
     play_scripted(players, games=2)
     offender = players[0]
     assert offender.starts == 2
-    seqs = [m["seq"] for m in offender.bot.received if m["type"] == "move_request"]
+    seqs = [m["seq"] for m in offender.launcher.bot.received if m["type"] == "move_request"]
     assert seqs and seqs[0] > TRIGGER_MOVE  # the second process goes on from the first's numbers
     assert seqs == sorted(set(seqs))
 
@@ -132,10 +135,10 @@ def test_every_message_a_scripted_bot_receives_is_schema_checked() -> None:
     results = play_scripted(players, games=2)
     assert all(r.termination is Termination.NORMAL for r in results)
     for player in players:
-        kinds = [m["type"] for m in player.bot.received]  # ScriptedChannel decodes with the schemas
+        kinds = [m["type"] for m in player.launcher.bot.received]  # ScriptedChannel decodes with the schemas
         assert kinds[0] == "welcome" and kinds.count("new_game") == 2 and kinds.count("game_over") == 2
-        assert player.starts == 1 and player.kills == 0
-        assert not any("legal_moves" in m for m in player.bot.received)
+        assert player.starts == 1 and player.launcher.kills == 0
+        assert not any("legal_moves" in m for m in player.launcher.bot.received)
 
 
 def test_legal_moves_go_to_a_bot_that_asked_for_them() -> None:
@@ -145,7 +148,7 @@ def test_legal_moves_go_to_a_bot_that_asked_for_them() -> None:
 
     players = scripted_pair("hang", AsksForMoves)  # a short game: seat 0 hangs on its third move
     play_scripted(players)
-    requests = [m for m in players[1].bot.received if m["type"] == "move_request"]
+    requests = [m for m in players[1].launcher.bot.received if m["type"] == "move_request"]
     assert len(requests) >= 2
     for request in requests:
         state = GameState.from_json(request["state"])

@@ -24,11 +24,11 @@ import functools
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from arena.errors import ConfigError
 from arena.launch import scratch as scratch_folders
@@ -49,6 +49,8 @@ from arena.launch.process import BotProcess, ResourceLimits
 from arena.launch.proctree import pipe_holders, read_stat
 from arena.untrusted import walk_at
 
+C = TypeVar("C")
+
 
 @dataclass(frozen=True)
 class Launcher:
@@ -59,6 +61,23 @@ class Launcher:
     level: ClassVar[Level]
     copies_builds: ClassVar[bool] = False
     """True: a build runs in a private copy of the bot's folder (see :meth:`building`)."""
+    strict: ClassVar[bool] = False
+    """True: bots run confined (read-only folder, a uid of their own, only their folder and
+    the system's visible): what a failure's hint says depends on it."""
+
+    @property
+    def sandbox_limits(self) -> SandboxLimits:
+        """The strict sandbox's limits: this launcher's, or those a strict tournament would give."""
+        return SandboxLimits()
+
+    def memory_limit(self) -> str:
+        """A bot's memory limit, in a hint's words."""
+        return f"{self.limits.address_space_bytes >> 20} MiB of address space under --sandbox {self.level}"
+
+    def shows(self, path: str, *, folder: Path) -> bool:
+        """Whether a bot running in ``folder`` sees the absolute ``path`` (a hint's question,
+        decided on the path's text)."""
+        return True
 
     @staticmethod
     def for_level(level: Level | str, *, limits: ResourceLimits | None = None,
@@ -105,6 +124,19 @@ class Launcher:
         env = {"HOME": str(scratch), "TMPDIR": str(scratch)}
         return BotProcess.start(argv, cwd=folder, env=env, limits=limits or self.limits,
                                 stderr_log=stderr_log, pipes=True, scratch=scratch)
+
+    def open_bot(self, argv: Sequence[str], *, folder: Path, name: str, stderr_log: Path,
+                 limits: ResourceLimits | None, channel: Callable[[BotProcess], C]) -> tuple[BotProcess, C]:
+        """Start a bot (:meth:`start_bot`) and open its ``channel`` over its pipes (a channel
+        class of :mod:`arena.channel.transport`, given by the caller: this layer knows no
+        framing): what :class:`~arena.bots.session.BotHandle` runs over. The process is
+        killed if the channel cannot be opened."""
+        process = self.start_bot(argv, folder=folder, name=name, stderr_log=stderr_log, limits=limits)
+        try:
+            return process, channel(process)
+        except BaseException:
+            process.kill_tree()
+            raise
 
     def build_environment(self) -> dict[str, str]:
         """The environment of a build: the harness's own, as a build run by hand would have;
@@ -163,6 +195,7 @@ class BubblewrapLauncher(Launcher):
     _claim: UidClaim | None = field(default=None, compare=False, repr=False)
     level: ClassVar[Level] = Level.STRICT
     copies_builds: ClassVar[bool] = True
+    strict: ClassVar[bool] = True
 
     @property
     def sandbox(self) -> Sandbox:
@@ -170,6 +203,12 @@ class BubblewrapLauncher(Launcher):
         is used: a launcher pickled to a Dask worker finds that machine's)."""
         return Sandbox(uid=self.uid, limits=self.sandbox_limits, exposed=_runtime_paths(),
                        use_cgroups=self.use_cgroups, writable_folder=self.writable_folder)
+
+    def memory_limit(self) -> str:
+        return f"{self.sandbox_limits.memory_bytes >> 20} MiB under --sandbox strict"
+
+    def shows(self, path: str, *, folder: Path) -> bool:
+        return self.sandbox.shows(path, folder=folder)
 
     def check(self, *, pondering: bool = False) -> list[str]:
         return check_strict_available(self.sandbox_limits, use_cgroups=self.use_cgroups,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from arena.bots.diagnose import GO_SCANNER_BYTES, fixed_buffer_hint
 from arena.bots.manifest import BOT_PATH, Manifest, bot_language, toolchain_used, version_hint
-from arena.bots.session import GO_SCANNER_BYTES, fixed_buffer_hint
 from arena.checks import LONG_SEEDS
 from arena.clock import TimeControl
 from arena.engine.components import ruleset_for

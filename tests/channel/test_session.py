@@ -8,7 +8,8 @@ from arena.channel.session import BotSession
 from arena.engine import GameState
 from arena.errors import BotStartError, SchemaViolationError
 from arena.protocol import PROTOCOL_VERSION, messages
-from tests.scripted import KINDS, FakeClock, Output, ScriptedBot, ScriptedChannel
+from arena.testing import FakeClock, Output, ScriptedBot, ScriptedChannel
+from tests.scripted import KINDS
 
 
 def session(bot: ScriptedBot, seq: int = 0) -> BotSession:
