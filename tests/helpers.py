@@ -93,6 +93,31 @@ def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "z
     return Manifest.load(folder)
 
 
+def synthetic_results(out: Path, names: list[str], *, games: int = 2, detail: str | None = None) -> Path:
+    """A finished round robin in ``out`` between bots of these ``names`` (folders beside ``out``
+    that are never started), stored as a tournament stores it but without playing: each game's
+    record is a random game, and with ``detail`` set the first game is a crash of seat 0 whose
+    detail is that text. For the tests of the commands that read a results folder."""
+    from arena.tournament.config import load_config
+    from arena.tournament.schedule import iter_schedule
+    from arena.tournament.storage import ResultStore
+    from tests.tournament.test_storage import make_bot, record_for
+
+    bots = out.parent / f"{out.name}-bots"
+    for name in names:
+        make_bot(bots / name)
+    config = load_config(None, {"entrants": [bots], "out": out, "games": games, "concurrency": 1,
+                                "sandbox": "none"})
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        for spec in iter_schedule(config.plan):
+            record = record_for(spec, forfeit=0 if detail is not None and spec.index == 0 else None)
+            if detail is not None and spec.index == 0:
+                record["result"].update(reason="crash", detail=detail)
+            store.store_game(spec, record, 0.5)
+    return out
+
+
 def misbehaving_bot(folder: Path, kind: str, *args: str, name: str | None = None,
                     stdio: bool = False) -> Manifest:
     """A bot folder running ``misbehave.py KIND [stdio] ARGS...`` (tests/programs/misbehave.py),

@@ -16,7 +16,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name, remove_tree, shown
-from tests.helpers import arena, misbehaving_bot, write_bot
+from tests.helpers import arena, arena_here, misbehaving_bot, synthetic_results, write_bot
 
 RANDOM = str(sample_bots_dir() / "random")
 ESC = "\x1b"
@@ -333,18 +333,10 @@ def test_csv_cells_that_start_a_formula_are_neutralised() -> None:
     assert csv_cell("\rx\x00\x1b]0;t\x07\u202e") == "\\x0dx\\x00\\x1b]0;t\\x07\\u202e"
 
 
-def test_report_csv_files_hold_no_control_characters(tmp_path: Path) -> None:
-    """A bot's error message and stderr tail (ESC, BEL, NUL, bidi overrides) reached the
-    report's CSV files raw: `cat` ran the sequences, the NUL broke CSV tools."""
+def _csv_files_are_clean(out: Path) -> None:
+    """The report's CSV files of ``out`` hold no control or format character (but tab and newline)."""
     import unicodedata
 
-    misbehaving_bot(tmp_path / "bots" / "quitter", "hostile_error", stdio=True, name="quitter")
-    out = tmp_path / "results"
-    proc = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--bots", RANDOM, "--games", "2",
-                 "--concurrency", "1", "--sandbox", "none", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    report = arena("report", str(out), "--bootstrap", "20")
-    assert report.returncode == 0, report.stderr
     files = sorted((out / "report" / "csv").glob("*.csv"))
     assert files
     for path in files:
@@ -353,12 +345,41 @@ def test_report_csv_files_hold_no_control_characters(tmp_path: Path) -> None:
         text = data.decode("utf-8")
         assert [ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\t\n\r"] == [], \
             path.name
+
+
+@pytest.mark.slow  # a real tournament and its report (about 14 s): the hostile text from the bot itself
+def test_report_csv_files_hold_no_control_characters(tmp_path: Path) -> None:
+    """A bot's error message and stderr tail (ESC, BEL, NUL, bidi overrides) reached the
+    report's CSV files raw: `cat` ran the sequences, the NUL broke CSV tools."""
+    misbehaving_bot(tmp_path / "bots" / "quitter", "hostile_error", stdio=True, name="quitter")
+    out = tmp_path / "results"
+    proc = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--bots", RANDOM, "--games", "2",
+                 "--concurrency", "1", "--sandbox", "none", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = arena("report", str(out), "--bootstrap", "20")
+    assert report.returncode == 0, report.stderr
+    _csv_files_are_clean(out)
     with (out / "report" / "csv" / "abnormal_games.csv").open(encoding="utf-8", newline="") as handle:
         details = [row["detail"] for row in csv.DictReader(handle)]
     assert len(details) == 2
     for detail in details:  # shown escaped, the log tail still on lines of its own
         assert "gave up: lone \ufffd surrogate \\x1b]0;pwned title\\x07" in detail and "NUL \\x00" in detail
         assert "\n  stderr tail: NUL \\x00" in detail
+
+
+def test_report_csv_files_hold_no_control_characters_of_a_stored_detail(tmp_path: Path) -> None:
+    """The same, in process, over a stored game whose detail holds what that bot sends (the
+    referee keeps it as text; the slow test above has it come from a real bot)."""
+    hostile = ("gave up: lone \ufffd surrogate \x1b]0;pwned title\x07 \u202eright-to-left NUL \x00\n"
+               "  stderr tail: NUL \x00 \x1b[2J")
+    out = synthetic_results(tmp_path / "results", ["quitter", "random"], detail=hostile)
+    report = arena_here("report", str(out), "--bootstrap", "20")
+    assert report.returncode == 0, report.stderr
+    _csv_files_are_clean(out)
+    with (out / "report" / "csv" / "abnormal_games.csv").open(encoding="utf-8", newline="") as handle:
+        [detail] = [row["detail"] for row in csv.DictReader(handle)]
+    assert "gave up: lone \ufffd surrogate \\x1b]0;pwned title\\x07" in detail and "NUL \\x00" in detail
+    assert "\n  stderr tail: NUL \\x00" in detail
 
 
 def test_inside_refuses_paths_that_leave_the_folder(tmp_path: Path) -> None:
