@@ -141,6 +141,7 @@ def test_a_flood_of_blank_lines_is_malformed_at_once(tmp_path: Path) -> None:
     assert "more than 1048576 bytes of blank lines in a row" in result["detail"], result
 
 
+@pytest.mark.slow  # a strict tournament of pathological bots
 @needs_strict
 def test_a_tournament_with_pathological_bots_finishes_and_blames_them(tmp_path: Path) -> None:
     # On main the referee's RecursionError killed the worker three times and stopped the
@@ -179,6 +180,7 @@ def test_dask_packing_of_a_deep_bot_folder_does_not_crash_the_coordinator(tmp_pa
         pack_bot(bot)
 
 
+@pytest.mark.slow  # a strict build and a tournament
 @needs_strict
 def test_a_build_that_leaves_a_deep_tree_does_not_crash_the_tournament(tmp_path: Path) -> None:
     build = f"python3 -c \"import os\nfor i in range({DEPTH}):\n    os.mkdir('d'); os.chdir('d')\""
@@ -194,6 +196,7 @@ def test_a_build_that_leaves_a_deep_tree_does_not_crash_the_tournament(tmp_path:
     assert os.stat(deepest).st_uid == 0
 
 
+@pytest.mark.slow  # a strict build nesting past PATH_MAX
 @needs_strict
 def test_a_build_nesting_past_path_max_is_handed_back_all_the_way_down(tmp_path: Path) -> None:
     # The hand-back walked by path: 2,100 levels of dd/ stopped it with "File name too long",
@@ -381,6 +384,7 @@ def test_a_valid_bot_toml_with_dots_in_a_long_string_is_read(tmp_path: Path) -> 
 
 
 # ------------------------------------------------------------------ disk
+@pytest.mark.slow  # 20 real games of a bot that dies at each start
 def test_a_bot_that_spams_and_dies_at_every_start_does_not_grow_its_log_without_bound(tmp_path: Path) -> None:
     # 1 MiB of stderr per start (the per-run cap), restarted for every game: on main the log
     # grew by 1 MiB a game (2.5 MiB/s), without end over a long tournament.
@@ -469,6 +473,7 @@ def test_the_budget_attacks_are_real_without_a_sandbox(tmp_path: Path, kind: str
     assert all(": DONE " in line for line in attempts), attempts
 
 
+@pytest.mark.slow  # a strict bot filling socket buffers to its memory limit
 @needs_strict
 def test_unix_socket_buffers_count_against_the_bots_memory_limit(tmp_path: Path) -> None:
     # AF_UNIX stays (the transports' family): its buffers are charged to the bot's memory

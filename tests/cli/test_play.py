@@ -209,6 +209,7 @@ def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) ->
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow  # real submits, one killed
 def test_submit_refuses_a_name_that_differs_only_in_case_and_sweeps_killed_submits(tmp_path: Path) -> None:
     """Red team: 'Greedy' was accepted beside 'greedy' (one entrant on a case-insensitive disk,
     and read as one by people), and a submit killed mid-check left its staging folder for good."""
@@ -325,6 +326,7 @@ def test_sprt_exits_3_without_a_verdict_on_any_error(tmp_path: Path, how: str) -
     assert error.startswith(expected), error
 
 
+@pytest.mark.slow  # real sprt workers, one killed mid-game
 def test_sprt_that_loses_a_game_with_its_workers_says_it_does_not_resume(tmp_path: Path) -> None:
     # The killer (stdio, unsandboxed) SIGKILLs its parent, the worker, at its third move.
     killer = misbehaving_bot(tmp_path / "killer", "kill_referee", "SIGKILL", name="killer", stdio=True).folder
@@ -376,6 +378,7 @@ def test_an_out_file_that_names_a_folder_is_refused_in_one_line(tmp_path: Path, 
     assert not (tmp_path / "new").exists() and "game 1" not in proc.stdout
 
 
+@pytest.mark.slow  # two real builds that sleep 1.6 s, and their games
 def test_a_long_build_says_it_is_still_running_now_and_then(tmp_path: Path) -> None:
     # The notices come after 10 s, then every 30 s; this run shrinks both (0.4 s, then 0.5 s).
     slow = tmp_path / "slowbuild"
