@@ -9,26 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots.pool import sample_bots_dir
 from arena.engine import GameState
 from arena.records import read_records, replay
 from arena.report.replay_html import replay_data, replay_html
-from tests.helpers import arena, arena_here, misbehaving_bot
+from tests.helpers import arena_here, synthetic_results
 from tests.report import browser
-
-SAMPLES = sample_bots_dir()
 
 
 @pytest.fixture(scope="module")
 def games(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """games.jsonl of a small round robin: random, greedy and a bot that crashes mid-game."""
+    """games.jsonl of a small round robin, stored without playing (tests.helpers.synthetic_results):
+    random, greedy and crashy, whose first game is a crash (the records of real games are
+    replayed by the tests of arena play and run-tournament)."""
     root = tmp_path_factory.mktemp("replay")
-    misbehaving_bot(root / "crashy", "crash", name="crashy")
-    proc = arena("run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
-                 "--bots", str(root / "crashy"), "--games", "2", "--seed", "11", "--concurrency", "2",
-                 "--out", str(root / "results"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return root / "results" / "games.jsonl"
+    out = synthetic_results(root / "results", ["random", "greedy", "crashy"],
+                            detail="the bot exited with status 1 (Traceback ... RuntimeError: boom)")
+    return out / "games.jsonl"
 
 
 def records(path: Path) -> list[dict]:
