@@ -440,7 +440,8 @@ def test_sample_bots_go_by_their_names_from_any_folder(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("pause", "per_move", "verdict"),
-                         [("5.6", "9000", "normal"), ("60", "1000", "timeout")])
+                         [pytest.param("5.6", "9000", "normal", marks=pytest.mark.slow),  # waits 5.6 s
+                          ("60", "1000", "timeout")])
 def test_a_request_the_bot_does_not_read_waits_for_its_time_for_the_move(tmp_path: Path, pause: str,
                                                                          per_move: str, verdict: str) -> None:
     """A request longer than the bot's stdin pipe waited 5 s for the bot to read it, whatever
