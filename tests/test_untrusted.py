@@ -162,7 +162,7 @@ def test_a_nul_in_a_command_or_a_build_is_refused_at_load(tmp_path: Path, line: 
                          (("sprt", nul, RANDOM, "--sandbox", "none"), 3),
                          (("run-tournament", "--bots", str(tmp_path / "bots"), "--sandbox", "none",
                            "--out", str(tmp_path / "out")), 1)):
-        proc = arena(*args, timeout=60)
+        proc = arena_here(*args)  # refused before any process starts
         assert proc.returncode == status and "Traceback" not in proc.stderr, (args, proc.stderr)
         problem = [line for line in (proc.stdout + proc.stderr).splitlines() if "bot.toml" in line]
         assert len(problem) == 1, (args, proc.stdout + proc.stderr)
