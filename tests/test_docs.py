@@ -95,3 +95,12 @@ def test_where_to_change_one_thing_names_places_that_exist() -> None:
     code = {path: (REPO / path).read_text() for path in named if path.endswith(".py")}
     for symbol in re.findall(r"`(\w+)` type", text) + re.findall(r"`(\w+)` \(`", text):
         assert any(symbol in source for source in code.values()), symbol
+
+
+def test_contributing_says_what_make_test_runs() -> None:
+    """docs/contributing.md quotes the pytest command of the Makefile's test target."""
+    makefile = (REPO / "Makefile").read_text()
+    command = re.search(r"^test:.*\n\t\$\(BIN\)/(pytest [^\n]+)$", makefile, re.M)
+    assert command is not None, "the Makefile's test target runs no pytest command"
+    contributing = " ".join((REPO / "docs" / "contributing.md").read_text().split())
+    assert f"`{command.group(1)}`" in contributing, command.group(1)
