@@ -31,6 +31,8 @@ from tests.helpers import ARENA_ARGV, arena, arena_here, misbehaving_bot, synthe
 from tests.report import browser
 
 SAMPLES = sample_bots_dir()
+# One xdist worker runs this file's tests (make test: --dist loadgroup): its tournament is played once.
+pytestmark = pytest.mark.xdist_group("report-build")
 MISBEHAVING = {"crashy": "crash", "illegaly": "illegal", "hangy": "hang", "garbagey": "garbage"}
 BOTS = ("random", "greedy", *MISBEHAVING)
 CATEGORY = {"crash": "crash", "illegal_move": "illegal move", "timeout": "timeout",
