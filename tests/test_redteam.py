@@ -398,6 +398,7 @@ def test_a_bot_that_spams_and_dies_at_every_start_does_not_grow_its_log_without_
     assert 16 << 20 <= size <= (16 << 20) + 4096, size
 
 
+@pytest.mark.slow  # a strict build and its check
 @needs_strict
 def test_the_hints_tell_nothing_of_host_files_through_a_link_the_build_made(tmp_path: Path) -> None:
     """Red team: a strict build left `host -> /` in its copy and the bot's log named
@@ -452,6 +453,7 @@ def _budget_attempts(tmp_path: Path, kind: str, sandbox: str) -> list[str]:
     return attempts
 
 
+@pytest.mark.slow  # strict bots exhausting their budgets (about 7 s each)
 @needs_strict
 @pytest.mark.parametrize("kind", list(BUDGETS))
 def test_a_bot_takes_none_of_the_machines_socket_memory_aio_events_ptys_or_huge_pages(tmp_path: Path,

@@ -13,7 +13,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.records import replay
-from tests.helpers import PROGRAMS, arena, arena_patched, misbehaving_bot
+from tests.helpers import PROGRAMS, arena, arena_here, arena_patched, misbehaving_bot
 
 
 def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:
@@ -472,13 +472,13 @@ def test_an_edition_the_game_does_not_have_is_refused_as_run_tournament_refuses_
     """`arena play --game stack-n-stuff --edition original` played stack-n-stuff, silently."""
     random_bot = str(sample_bots_dir() / "random")
     bad = ["--game", "stack-n-stuff", "--edition", "original"]
-    tournament = arena("run-tournament", "--bots", random_bot, "--bots", str(sample_bots_dir() / "greedy"),
-                       "--out", str(tmp_path / "t"), *bad)
+    tournament = arena_here("run-tournament", "--bots", random_bot, "--bots",  # refused at once: in process
+                            str(sample_bots_dir() / "greedy"), "--out", str(tmp_path / "t"), *bad)
     args = {"play": [random_bot, random_bot, "--games", "1"],
             "sprt": [random_bot, random_bot, "--max-games", "2"],
             "random-games": ["1", "--out", str(tmp_path / "g.jsonl")]}[command]
-    proc = arena(command, *args, "--logs", str(tmp_path / "logs"), *bad) if command != "random-games" \
-        else arena(command, *args, *bad)
+    proc = arena_here(command, *args, "--logs", str(tmp_path / "logs"), *bad) if command != "random-games" \
+        else arena_here(command, *args, *bad)
     expected = ("Error: command line: key 'edition': expected one of 'standard' (the editions of "
                 "stack-n-stuff), got 'original'")
     assert tournament.stderr.strip().splitlines()[-1] == expected, tournament.stderr
