@@ -51,8 +51,11 @@ demo: $(STAMP)  ## the main job: a round robin of the sample bots, the ratings t
 	$(BIN)/arena ratings results/demo
 	$(BIN)/arena report results/demo
 
-test: $(STAMP) system-packages  ## run the test suite, but the tests marked slow (a few minutes)
-	$(BIN)/pytest -q -m "not slow"
+# The fast suite runs on two pytest-xdist workers, test by test (--dist loadgroup: the tests of an
+# xdist_group, such as a file whose module fixture plays a tournament, go to one worker); the slow
+# suite runs in one process (its tests count processes, cgroups and scratch folders machine-wide).
+test: $(STAMP) system-packages  ## run the test suite, but the tests marked slow (about 3 minutes on two cores)
+	$(BIN)/pytest -q -m "not slow" -n 2 --dist loadgroup
 
 test-slow: $(STAMP) system-packages  ## run the slow end-to-end tests (a Dask cluster, the short soak, strict mcts...)
 	$(BIN)/pytest -q -m slow

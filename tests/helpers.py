@@ -47,6 +47,39 @@ def arena(*args: str, timeout: float = 300, cwd: Path | None = None,
                           env={**os.environ, **env} if env else None)
 
 
+def arena_here(*args: str, cwd: Path | None = None,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``arena ARGS...`` in this process (click's runner), for a test that checks only what
+    the command prints, writes and exits with: no interpreter to start, and its lines count in
+    the coverage. Same result as :func:`arena` (an exception the command lets out is printed
+    to stderr as a traceback, as the real command would, with exit status 1). A test of what
+    a real process does (signals, exit, what it leaves running) uses :func:`arena`."""
+    import signal
+    import traceback
+
+    from click.testing import CliRunner
+
+    from arena.cli import main
+    from arena.signals import TERMINATION_SIGNALS
+
+    before = Path.cwd()
+    handlers = {number: signal.getsignal(number) for number in TERMINATION_SIGNALS}
+    hook = sys.unraisablehook
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        result = CliRunner().invoke(main, list(args), env=env, prog_name="arena")
+    finally:  # what the command set for its own process: the directory, its signal handlers
+        os.chdir(before)
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        sys.unraisablehook = hook
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["arena", *args], result.exit_code, result.stdout, stderr)
+
+
 def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "zmq",
               build: str | None = None) -> Manifest:
     """Write a bot folder with a bot.toml and return its manifest."""
@@ -58,6 +91,31 @@ def write_bot(folder: Path, name: str, command: list[str], *, protocol: str = "z
                      else f"build = '''{build}'''")
     (folder / "bot.toml").write_text("\n".join(lines) + "\n")
     return Manifest.load(folder)
+
+
+def synthetic_results(out: Path, names: list[str], *, games: int = 2, detail: str | None = None) -> Path:
+    """A finished round robin in ``out`` between bots of these ``names`` (folders beside ``out``
+    that are never started), stored as a tournament stores it but without playing: each game's
+    record is a random game, and with ``detail`` set the first game is a crash of seat 0 whose
+    detail is that text. For the tests of the commands that read a results folder."""
+    from arena.tournament.config import load_config
+    from arena.tournament.schedule import iter_schedule
+    from arena.tournament.storage import ResultStore
+    from tests.tournament.test_storage import make_bot, record_for
+
+    bots = out.parent / f"{out.name}-bots"
+    for name in names:
+        make_bot(bots / name)
+    config = load_config(None, {"entrants": [bots], "out": out, "games": games, "concurrency": 1,
+                                "sandbox": "none"})
+    with ResultStore(config.out, create=True) as store:
+        store.save_config(config)
+        for spec in iter_schedule(config.plan):
+            record = record_for(spec, forfeit=0 if detail is not None and spec.index == 0 else None)
+            if detail is not None and spec.index == 0:
+                record["result"].update(reason="crash", detail=detail)
+            store.store_game(spec, record, 0.5)
+    return out
 
 
 def misbehaving_bot(folder: Path, kind: str, *args: str, name: str | None = None,

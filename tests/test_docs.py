@@ -117,3 +117,12 @@ def test_the_bench_options_and_make_variables_are_documented() -> None:
             missing.append(f"make bench {variable}=")
     assert re.findall(r"\$\(if \$\((\w+)\)", bench) == ["FASTCHESS", "STOCKFISH"]
     assert missing == [], f"undocumented in docs/performance.md: {missing}"
+
+
+def test_contributing_says_what_make_test_runs() -> None:
+    """docs/contributing.md quotes the pytest command of the Makefile's test target."""
+    makefile = (REPO / "Makefile").read_text()
+    command = re.search(r"^test:.*\n\t\$\(BIN\)/(pytest [^\n]+)$", makefile, re.M)
+    assert command is not None, "the Makefile's test target runs no pytest command"
+    contributing = " ".join((REPO / "docs" / "contributing.md").read_text().split())
+    assert f"`{command.group(1)}`" in contributing, command.group(1)

@@ -16,7 +16,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.untrusted import csv_cell, for_terminal, inside, is_valid_name, remove_tree, shown
-from tests.helpers import arena, misbehaving_bot, write_bot
+from tests.helpers import arena, arena_here, misbehaving_bot, synthetic_results, write_bot
 
 RANDOM = str(sample_bots_dir() / "random")
 ESC = "\x1b"
@@ -162,7 +162,7 @@ def test_a_nul_in_a_command_or_a_build_is_refused_at_load(tmp_path: Path, line: 
                          (("sprt", nul, RANDOM, "--sandbox", "none"), 3),
                          (("run-tournament", "--bots", str(tmp_path / "bots"), "--sandbox", "none",
                            "--out", str(tmp_path / "out")), 1)):
-        proc = arena(*args, timeout=60)
+        proc = arena_here(*args)  # refused before any process starts
         assert proc.returncode == status and "Traceback" not in proc.stderr, (args, proc.stderr)
         problem = [line for line in (proc.stdout + proc.stderr).splitlines() if "bot.toml" in line]
         assert len(problem) == 1, (args, proc.stdout + proc.stderr)
@@ -333,18 +333,10 @@ def test_csv_cells_that_start_a_formula_are_neutralised() -> None:
     assert csv_cell("\rx\x00\x1b]0;t\x07\u202e") == "\\x0dx\\x00\\x1b]0;t\\x07\\u202e"
 
 
-def test_report_csv_files_hold_no_control_characters(tmp_path: Path) -> None:
-    """A bot's error message and stderr tail (ESC, BEL, NUL, bidi overrides) reached the
-    report's CSV files raw: `cat` ran the sequences, the NUL broke CSV tools."""
+def _csv_files_are_clean(out: Path) -> None:
+    """The report's CSV files of ``out`` hold no control or format character (but tab and newline)."""
     import unicodedata
 
-    misbehaving_bot(tmp_path / "bots" / "quitter", "hostile_error", stdio=True, name="quitter")
-    out = tmp_path / "results"
-    proc = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--bots", RANDOM, "--games", "2",
-                 "--concurrency", "1", "--sandbox", "none", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    report = arena("report", str(out), "--bootstrap", "20")
-    assert report.returncode == 0, report.stderr
     files = sorted((out / "report" / "csv").glob("*.csv"))
     assert files
     for path in files:
@@ -353,12 +345,41 @@ def test_report_csv_files_hold_no_control_characters(tmp_path: Path) -> None:
         text = data.decode("utf-8")
         assert [ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\t\n\r"] == [], \
             path.name
+
+
+@pytest.mark.slow  # a real tournament and its report (about 14 s): the hostile text from the bot itself
+def test_report_csv_files_hold_no_control_characters(tmp_path: Path) -> None:
+    """A bot's error message and stderr tail (ESC, BEL, NUL, bidi overrides) reached the
+    report's CSV files raw: `cat` ran the sequences, the NUL broke CSV tools."""
+    misbehaving_bot(tmp_path / "bots" / "quitter", "hostile_error", stdio=True, name="quitter")
+    out = tmp_path / "results"
+    proc = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--bots", RANDOM, "--games", "2",
+                 "--concurrency", "1", "--sandbox", "none", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = arena("report", str(out), "--bootstrap", "20")
+    assert report.returncode == 0, report.stderr
+    _csv_files_are_clean(out)
     with (out / "report" / "csv" / "abnormal_games.csv").open(encoding="utf-8", newline="") as handle:
         details = [row["detail"] for row in csv.DictReader(handle)]
     assert len(details) == 2
     for detail in details:  # shown escaped, the log tail still on lines of its own
         assert "gave up: lone \ufffd surrogate \\x1b]0;pwned title\\x07" in detail and "NUL \\x00" in detail
         assert "\n  stderr tail: NUL \\x00" in detail
+
+
+def test_report_csv_files_hold_no_control_characters_of_a_stored_detail(tmp_path: Path) -> None:
+    """The same, in process, over a stored game whose detail holds what that bot sends (the
+    referee keeps it as text; the slow test above has it come from a real bot)."""
+    hostile = ("gave up: lone \ufffd surrogate \x1b]0;pwned title\x07 \u202eright-to-left NUL \x00\n"
+               "  stderr tail: NUL \x00 \x1b[2J")
+    out = synthetic_results(tmp_path / "results", ["quitter", "random"], detail=hostile)
+    report = arena_here("report", str(out), "--bootstrap", "20")
+    assert report.returncode == 0, report.stderr
+    _csv_files_are_clean(out)
+    with (out / "report" / "csv" / "abnormal_games.csv").open(encoding="utf-8", newline="") as handle:
+        [detail] = [row["detail"] for row in csv.DictReader(handle)]
+    assert "gave up: lone \ufffd surrogate \\x1b]0;pwned title\\x07" in detail and "NUL \\x00" in detail
+    assert "\n  stderr tail: NUL \\x00" in detail
 
 
 def test_inside_refuses_paths_that_leave_the_folder(tmp_path: Path) -> None:
@@ -411,9 +432,10 @@ def test_a_linked_bot_toml_is_never_read(tmp_path: Path, command: str) -> None:
     assert "hunter2" not in output and "bot.toml must be a plain text file, not a link" in output, output
 
 
+@pytest.mark.parametrize("copies", [12, pytest.param(60, marks=pytest.mark.slow)])  # 60: the red team's count
 @pytest.mark.parametrize("links_inside", [False, True])
-def test_a_folder_copy_never_follows_a_link_swapped_in_while_it_copies(tmp_path: Path,
-                                                                       links_inside: bool) -> None:
+def test_a_folder_copy_never_follows_a_link_swapped_in_while_it_copies(tmp_path: Path, links_inside: bool,
+                                                                       copies: int) -> None:
     """The red team swapped a subfolder for a link to a root-only folder while submit copied:
     shutil.copytree had listed it as a folder and then opened it by name, so the secret was
     installed with the bot. Here a thread keeps swapping while the folder is copied again and
@@ -446,7 +468,7 @@ def test_a_folder_copy_never_follows_a_link_swapped_in_while_it_copies(tmp_path:
     swapper.start()
     leaked = refused = 0
     try:
-        for number in range(60):
+        for number in range(copies):
             target = tmp_path / f"copy{number}"
             try:
                 copy_folder(bot, target, links_inside=links_inside)
@@ -456,7 +478,7 @@ def test_a_folder_copy_never_follows_a_link_swapped_in_while_it_copies(tmp_path:
     finally:
         stop.set()
         swapper.join()
-    assert leaked == 0, f"{leaked} copies of 60 hold the secret ({refused} refused)"
+    assert leaked == 0, f"{leaked} copies of {copies} hold the secret ({refused} refused)"
 
 
 def test_shown_cuts_a_long_value_in_its_middle_and_keeps_its_end() -> None:
@@ -477,7 +499,7 @@ def test_remove_tree_removes_a_tree_deeper_than_path_max_and_follows_no_link(tmp
     top = tmp_path / "top"
     top.mkdir()
     fd = os.open(top, os.O_RDONLY)
-    for _ in range(2500):  # 2500 * len("deep/") > 4096
+    for _ in range(1100):  # 1100 * len("deep/") > 4096, deeper than the recursion limit, more than 1024 fds
         os.mkdir("deep", dir_fd=fd)
         os.symlink(str(outside), "out", dir_fd=fd)
         os.close(os.open("file", os.O_CREAT | os.O_WRONLY, dir_fd=fd))

@@ -1,4 +1,5 @@
-"""The engine's command line, end to end through real subprocesses and click's runner."""
+"""The engine's command line, end to end through real subprocesses and click's runner (in
+process, through tests.helpers.arena_here, where a test checks only the output)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.records import replay
-from tests.helpers import arena
+from tests.helpers import arena_here as arena
 
 ARENA = [sys.executable, "-m", "arena.cli"]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS`` in a real subprocess."""
     code = "import sys; from arena.cli import main; sys.exit(main())"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           timeout=120)
@@ -79,7 +81,7 @@ def test_replay_names_record_move_and_reason_of_an_illegal_move(tmp_path: Path) 
         buy = next(i for i, m in enumerate(record["moves"]) if m["action"] == "buy")
         record["moves"][buy]["cells"] = [[0, 0]]
     out = _corrupt(tmp_path, make_illegal)
-    proc = run_cli("replay", str(out))
+    proc = arena("replay", str(out))
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert "record 2: move" in proc.stderr and "not a placement of patch" in proc.stderr
@@ -89,7 +91,7 @@ def test_replay_names_record_move_and_reason_of_an_illegal_move(tmp_path: Path) 
 def test_replay_rejects_a_wrong_result(tmp_path: Path) -> None:
     def swap(record: dict) -> None:
         record["result"]["winner"] = 1 - record["result"]["winner"]
-    proc = run_cli("replay", str(_corrupt(tmp_path, swap)))
+    proc = arena("replay", str(_corrupt(tmp_path, swap)))
     assert proc.returncode == 1 and "record 2: result: winner" in proc.stderr
 
 
@@ -98,24 +100,24 @@ def test_replay_reports_truncated_json_and_missing_file(tmp_path: Path) -> None:
     CliRunner().invoke(main, ["random-games", "1", "--out", str(bad)])
     with bad.open("a") as handle:
         handle.write('{"moves": [\n')  # a writer killed mid-line
-    proc = run_cli("replay", str(bad))
+    proc = arena("replay", str(bad))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "record 2: not valid JSON" in proc.stderr
     bad.write_text('{"ruleset": "patchwork"}\n')
-    proc = run_cli("replay", str(bad))
+    proc = arena("replay", str(bad))
     assert proc.returncode == 1 and "record 1: key 'first_player': expected 0 or 1" in proc.stderr
-    proc = run_cli("replay", str(tmp_path / "missing.jsonl"))
+    proc = arena("replay", str(tmp_path / "missing.jsonl"))
     assert proc.returncode == 1 and "cannot read" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_bad_arguments_give_one_line_errors(tmp_path: Path) -> None:
-    proc = run_cli("random-games", "0", "--out", str(tmp_path / "x.jsonl"))
+    proc = arena("random-games", "0", "--out", str(tmp_path / "x.jsonl"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "0" in proc.stderr
-    proc = run_cli("random-games", "2", "--out", str(tmp_path / "x.jsonl"), "--edition", "nope")
+    proc = arena("random-games", "2", "--out", str(tmp_path / "x.jsonl"), "--edition", "nope")
     assert proc.returncode == 2 and "nope" in proc.stderr
     out = tmp_path / "one.jsonl"
     CliRunner().invoke(main, ["random-games", "1", "--out", str(out)])
-    proc = run_cli("replay", str(out), "--game", "5")
+    proc = arena("replay", str(out), "--game", "5")
     assert proc.returncode == 1 and proc.stderr.strip() == (
         f"Error: {out} holds 1 game(s): --game takes 1..1 (a record's position in the file, not the number "
         "in a game id such as demo-0075) or a game id; there is no game 5")
@@ -222,7 +224,7 @@ def test_replay_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> N
     """`arena replay --step FILE | head -1`: once head has gone, replay stops as a Unix tool
     killed by SIGPIPE does (status 141), without "Error: Broken pipe" or a traceback."""
     out = tmp_path / "games.jsonl"
-    assert run_cli("random-games", "1", "--out", str(out)).returncode == 0
+    assert arena("random-games", "1", "--out", str(out)).returncode == 0
     code = "import sys; from arena.cli import main; sys.exit(main())"
     proc = subprocess.Popen([sys.executable, "-c", code, "replay", str(out), "--step"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

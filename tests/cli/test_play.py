@@ -13,7 +13,7 @@ import pytest
 
 from arena.bots.pool import sample_bots_dir
 from arena.records import replay
-from tests.helpers import PROGRAMS, arena, arena_patched, misbehaving_bot
+from tests.helpers import PROGRAMS, arena, arena_here, arena_patched, misbehaving_bot
 
 
 def test_play_prints_a_line_per_game_and_writes_records(tmp_path: Path) -> None:
@@ -209,6 +209,7 @@ def test_submit_copies_a_conforming_bot_and_refuses_a_bad_one(tmp_path: Path) ->
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow  # real submits, one killed
 def test_submit_refuses_a_name_that_differs_only_in_case_and_sweeps_killed_submits(tmp_path: Path) -> None:
     """Red team: 'Greedy' was accepted beside 'greedy' (one entrant on a case-insensitive disk,
     and read as one by people), and a submit killed mid-check left its staging folder for good."""
@@ -325,6 +326,7 @@ def test_sprt_exits_3_without_a_verdict_on_any_error(tmp_path: Path, how: str) -
     assert error.startswith(expected), error
 
 
+@pytest.mark.slow  # real sprt workers, one killed mid-game
 def test_sprt_that_loses_a_game_with_its_workers_says_it_does_not_resume(tmp_path: Path) -> None:
     # The killer (stdio, unsandboxed) SIGKILLs its parent, the worker, at its third move.
     killer = misbehaving_bot(tmp_path / "killer", "kill_referee", "SIGKILL", name="killer", stdio=True).folder
@@ -376,6 +378,7 @@ def test_an_out_file_that_names_a_folder_is_refused_in_one_line(tmp_path: Path, 
     assert not (tmp_path / "new").exists() and "game 1" not in proc.stdout
 
 
+@pytest.mark.slow  # two real builds that sleep 1.6 s, and their games
 def test_a_long_build_says_it_is_still_running_now_and_then(tmp_path: Path) -> None:
     # The notices come after 10 s, then every 30 s; this run shrinks both (0.4 s, then 0.5 s).
     slow = tmp_path / "slowbuild"
@@ -437,7 +440,8 @@ def test_sample_bots_go_by_their_names_from_any_folder(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("pause", "per_move", "verdict"),
-                         [("5.6", "9000", "normal"), ("60", "1000", "timeout")])
+                         [pytest.param("5.6", "9000", "normal", marks=pytest.mark.slow),  # waits 5.6 s
+                          ("60", "1000", "timeout")])
 def test_a_request_the_bot_does_not_read_waits_for_its_time_for_the_move(tmp_path: Path, pause: str,
                                                                          per_move: str, verdict: str) -> None:
     """A request longer than the bot's stdin pipe waited 5 s for the bot to read it, whatever
@@ -468,13 +472,13 @@ def test_an_edition_the_game_does_not_have_is_refused_as_run_tournament_refuses_
     """`arena play --game stack-n-stuff --edition original` played stack-n-stuff, silently."""
     random_bot = str(sample_bots_dir() / "random")
     bad = ["--game", "stack-n-stuff", "--edition", "original"]
-    tournament = arena("run-tournament", "--bots", random_bot, "--bots", str(sample_bots_dir() / "greedy"),
-                       "--out", str(tmp_path / "t"), *bad)
+    tournament = arena_here("run-tournament", "--bots", random_bot, "--bots",  # refused at once: in process
+                            str(sample_bots_dir() / "greedy"), "--out", str(tmp_path / "t"), *bad)
     args = {"play": [random_bot, random_bot, "--games", "1"],
             "sprt": [random_bot, random_bot, "--max-games", "2"],
             "random-games": ["1", "--out", str(tmp_path / "g.jsonl")]}[command]
-    proc = arena(command, *args, "--logs", str(tmp_path / "logs"), *bad) if command != "random-games" \
-        else arena(command, *args, *bad)
+    proc = arena_here(command, *args, "--logs", str(tmp_path / "logs"), *bad) if command != "random-games" \
+        else arena_here(command, *args, *bad)
     expected = ("Error: command line: key 'edition': expected one of 'standard' (the editions of "
                 "stack-n-stuff), got 'original'")
     assert tournament.stderr.strip().splitlines()[-1] == expected, tournament.stderr

@@ -155,6 +155,7 @@ def test_an_interrupted_check_says_where_its_logs_are_kept(tmp_path: Path, signu
         shutil.rmtree(logs)
 
 
+@pytest.mark.slow  # a strict build and a check, interrupted by signals
 @needs_strict
 def test_an_interrupted_strict_build_leaves_no_copy_and_a_killed_check_is_swept(tmp_path: Path) -> None:
     # Ctrl-C during a build (BotPool.__init__) left /tmp/arena-p<pid>-builds-*/<bot>; a check

@@ -53,6 +53,7 @@ def _processes_with(token: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # a real strict-sandbox build
 @needs_strict
 def test_strict_build_sees_no_secrets_no_other_results_no_network_and_writes_only_its_copy(
         tmp_path: Path) -> None:
@@ -201,6 +202,7 @@ def test_a_failed_build_is_one_line_then_the_useful_lines_of_its_output(tmp_path
     assert not any("Retrying" in line for line in lines[first + 1:])
 
 
+@pytest.mark.slow  # a real strict-sandbox build
 @needs_strict
 def test_a_strict_build_whose_toolchain_is_in_a_home_folder_is_told_why(tmp_path: Path) -> None:
     """`cargo` installed in ~/.cargo: the strict build says "sh: 1: cargo: not found" (exit 127)
@@ -373,6 +375,7 @@ def test_play_and_a_tournament_print_a_failed_build_on_lines_of_their_own(tmp_pa
     assert "hint:" not in ran.stdout + ran.stderr and "hint:" not in played.stdout + played.stderr
 
 
+@pytest.mark.slow  # real builds, a submit and a tournament
 def test_a_submitted_entrant_is_never_rebuilt_in_place(tmp_path: Path) -> None:
     """Newcomer trial: `run-tournament --sandbox none` built a submitted Rust entrant in the
     entrants folder (a Cargo.lock of another cargo, target/), and the next strict tournament's

@@ -145,6 +145,7 @@ def test_a_failed_start_leaves_no_private_home(tmp_path: Path) -> None:
     assert set(Path("/tmp").glob("arena-p*-nosuch-*")) == before
 
 
+@pytest.mark.slow  # a real bot killed, its deep tree removed
 def test_a_bots_deep_tree_in_its_home_is_removed_after_the_kill(tmp_path: Path) -> None:
     # Python's shutil.rmtree raised RecursionError on it (about 1000 folders deep), out of
     # the referee's kill; a tree deeper than PATH_MAX could not be removed by path.

@@ -580,10 +580,24 @@ def _near_valid_bot_messages(draw: Any) -> dict[str, Any]:
     return msg
 
 
+# The property tests below run a few hundred examples in make test and their full count in
+# make test-slow (the same check, marked slow, named ..._thoroughly).
+@pytest.mark.skipif(codec.fastjsonschema is None, reason="fastjsonschema not installed")
+@settings(max_examples=100, deadline=None)
+@given(_near_valid_bot_messages())
+def test_fast_and_reference_validators_agree(msg: dict[str, Any]) -> None:
+    _validators_agree(msg)
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(codec.fastjsonschema is None, reason="fastjsonschema not installed")
 @settings(max_examples=400, deadline=None)
 @given(_near_valid_bot_messages())
-def test_fast_and_reference_validators_agree(msg: dict[str, Any]) -> None:
+def test_fast_and_reference_validators_agree_thoroughly(msg: dict[str, Any]) -> None:
+    _validators_agree(msg)
+
+
+def _validators_agree(msg: dict[str, Any]) -> None:
     text = json.dumps(msg)
     parsed = codec._DECODER.decode(text)  # floats become the codec's strict kind
     kind = parsed.get("type")
@@ -677,9 +691,20 @@ _MESSAGES = st.fixed_dictionaries(
               "x-debug": _VALUES, "other": _VALUES})
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(_MESSAGES)
 def test_move_fast_path_never_accepts_what_the_schema_rejects(msg: dict) -> None:
+    _fast_path_agrees(msg)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None)
+@given(_MESSAGES)
+def test_move_fast_path_never_accepts_what_the_schema_rejects_thoroughly(msg: dict) -> None:
+    _fast_path_agrees(msg)
+
+
+def _fast_path_agrees(msg: dict) -> None:
     if is_plain_move(msg):
         validate(msg, sender="bot")  # raises if the schema disagrees
 
@@ -727,9 +752,23 @@ _ODD_TEXTS = st.sampled_from([
 ])
 
 
-@settings(max_examples=1500, deadline=None)
-@given(st.one_of(_MESSAGES.map(lambda m: json.dumps(m, separators=(",", ":"))), _ODD_TEXTS))
+_TEXTS = st.one_of(_MESSAGES.map(lambda m: json.dumps(m, separators=(",", ":"))), _ODD_TEXTS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TEXTS)
 def test_decode_of_a_bot_message_is_what_the_stdlib_parser_and_schema_say(text: str) -> None:
+    _decode_agrees(text)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None)
+@given(_TEXTS)
+def test_decode_of_a_bot_message_is_what_the_stdlib_parser_and_schema_say_thoroughly(text: str) -> None:
+    _decode_agrees(text)
+
+
+def _decode_agrees(text: str) -> None:
     # decode tries orjson first for plain moves; the result must be the very same.
     fast, slow = _decode_verdict(text), _slow_verdict(text)
     assert fast == slow

@@ -27,10 +27,12 @@ from arena.report import stats
 from arena.report.sections import SECTIONS
 from arena.tournament.config import load_config
 from arena.tournament.storage import ResultStore
-from tests.helpers import ARENA_ARGV, arena, misbehaving_bot
+from tests.helpers import ARENA_ARGV, arena, arena_here, misbehaving_bot, synthetic_results
 from tests.report import browser
 
 SAMPLES = sample_bots_dir()
+# One xdist worker runs this file's tests (make test: --dist loadgroup): its tournament is played once.
+pytestmark = pytest.mark.xdist_group("report-build")
 MISBEHAVING = {"crashy": "crash", "illegaly": "illegal", "hangy": "hang", "garbagey": "garbage"}
 BOTS = ("random", "greedy", *MISBEHAVING)
 CATEGORY = {"crash": "crash", "illegal_move": "illegal move", "timeout": "timeout",
@@ -340,13 +342,8 @@ def test_tournament_without_games_lists_its_entrants(tmp_path: Path) -> None:
 def test_bots_named_like_report_columns_get_their_report(tmp_path: Path) -> None:
     """Red team: an entrant named "name" made `arena report` fail with a traceback (the matrices'
     first column was "name" too), after it had deleted the last report's files."""
-    bots = [misbehaving_bot(tmp_path / "bots" / name, "recorder", str(tmp_path / f"{name}.log"),
-                            name=name).folder for name in ("name", "rank", "elo")]
-    out = tmp_path / "results"
-    proc = arena("run-tournament", *[a for bot in bots for a in ("--bots", str(bot))], "--games", "2",
-                 "--sandbox", "none", "--concurrency", "2", "--out", str(out))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = arena("report", str(out), "--bootstrap", "20")
+    out = synthetic_results(tmp_path / "results", ["name", "rank", "elo"])
+    proc = arena_here("report", str(out), "--bootstrap", "20")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     for table in ("likelihood_of_superiority", "head_to_head_wins"):
         header = (out / "report" / "csv" / f"{table}.csv").read_text().splitlines()[0].split(",")

@@ -9,26 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots.pool import sample_bots_dir
 from arena.engine import GameState
 from arena.records import read_records, replay
 from arena.report.replay_html import replay_data, replay_html
-from tests.helpers import arena, misbehaving_bot
+from tests.helpers import arena_here, synthetic_results
 from tests.report import browser
-
-SAMPLES = sample_bots_dir()
 
 
 @pytest.fixture(scope="module")
 def games(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """games.jsonl of a small round robin: random, greedy and a bot that crashes mid-game."""
+    """games.jsonl of a small round robin, stored without playing (tests.helpers.synthetic_results):
+    random, greedy and crashy, whose first game is a crash (the records of real games are
+    replayed by the tests of arena play and run-tournament)."""
     root = tmp_path_factory.mktemp("replay")
-    misbehaving_bot(root / "crashy", "crash", name="crashy")
-    proc = arena("run-tournament", "--bots", str(SAMPLES / "random"), "--bots", str(SAMPLES / "greedy"),
-                 "--bots", str(root / "crashy"), "--games", "2", "--seed", "11", "--concurrency", "2",
-                 "--out", str(root / "results"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return root / "results" / "games.jsonl"
+    out = synthetic_results(root / "results", ["random", "greedy", "crashy"],
+                            detail="the bot exited with status 1 (Traceback ... RuntimeError: boom)")
+    return out / "games.jsonl"
 
 
 def records(path: Path) -> list[dict]:
@@ -77,7 +73,7 @@ def test_viewer_of_an_abnormal_game_says_who_failed(games: Path) -> None:
 def test_cli_writes_a_standalone_viewer(games: Path, tmp_path: Path) -> None:
     k = number_of(games, normal=True)
     out = tmp_path / "viewer" / "game.html"
-    proc = arena("replay", str(games), "--game", str(k), "--html", str(out))
+    proc = arena_here("replay", str(games), "--game", str(k), "--html", str(out))
     assert proc.returncode == 0, proc.stderr
     assert f"replay viewer written to {out}" in proc.stdout
     page = out.read_text()
@@ -94,22 +90,22 @@ def test_a_game_is_chosen_by_its_id_as_the_report_shows_it(games: Path, tmp_path
     every = records(games)
     k = len(every)
     game_id = every[k - 1]["game_id"]
-    by_id = arena("replay", str(games), "--game", game_id)
-    by_number = arena("replay", str(games), "--game", str(k))
+    by_id = arena_here("replay", str(games), "--game", game_id)
+    by_number = arena_here("replay", str(games), "--game", str(k))
     assert by_id.returncode == 0, by_id.stderr
     assert f"game {k} ({game_id}): seed" in by_id.stdout
     assert by_id.stdout.split(": seed", 1)[1] == by_number.stdout.split(": seed", 1)[1]
-    unknown = arena("replay", str(games), "--game", "0099-nobody-vs-nobody")
+    unknown = arena_here("replay", str(games), "--game", "0099-nobody-vs-nobody")
     assert unknown.returncode == 1, unknown.stderr
     assert "there is no game with the id '0099-nobody-vs-nobody'" in unknown.stderr
 
 
 def test_cli_errors_are_one_line(games: Path, tmp_path: Path) -> None:
-    missing = arena("replay", str(games), "--game", "99", "--html", str(tmp_path / "x.html"))
+    missing = arena_here("replay", str(games), "--game", "99", "--html", str(tmp_path / "x.html"))
     assert missing.returncode == 1 and "there is no game 99" in missing.stderr
     blocked = tmp_path / "file"
     blocked.write_text("")
-    unwritable = arena("replay", str(games), "--html", str(blocked / "x.html"))
+    unwritable = arena_here("replay", str(games), "--html", str(blocked / "x.html"))
     assert unwritable.returncode == 1 and "cannot write the viewer" in unwritable.stderr
     for proc in (missing, unwritable):
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
@@ -129,9 +125,9 @@ def test_viewer_steps_with_key_presses_in_headless_chromium(games: Path, tmp_pat
     record = records(games)[k - 1]
     moves = len(record["moves"])
     normal_page, crash_page = tmp_path / "normal.html", tmp_path / "crash.html"
-    assert arena("replay", str(games), "--game", str(k), "--html", str(normal_page)).returncode == 0
+    assert arena_here("replay", str(games), "--game", str(k), "--html", str(normal_page)).returncode == 0
     bad = number_of(games, normal=False)
-    assert arena("replay", str(games), "--game", str(bad), "--html", str(crash_page)).returncode == 0
+    assert arena_here("replay", str(games), "--game", str(bad), "--html", str(crash_page)).returncode == 0
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 

@@ -112,7 +112,8 @@ run(choose, name="failing")
 
 
 @pytest.mark.parametrize(("how", "reason"), [("raise", "ValueError: no idea what to play"),
-                                              ("spin", "CPU time limit (RLIMIT_CPU) reached")])
+                                              pytest.param("spin", "CPU time limit (RLIMIT_CPU) reached",
+                                                           marks=pytest.mark.slow)])  # spins its CPU limit
 def test_sdk_bot_that_fails_mid_game_says_why(tmp_path: Path, how: str, reason: str) -> None:
     """An exception in choose, or the soft CPU limit, reaches the referee as the bot's
     error message: a crash under its real cause, not a vanished connection."""

@@ -17,7 +17,7 @@ from arena.launch.launcher import LEVELS
 from arena.resources import sample_bots_dir
 from arena.schemas import KINDS, MISSING, check, got, load_schema, problems
 from arena.schemas.components import load_components
-from tests.helpers import arena
+from tests.helpers import arena_here as arena
 
 STYLE = re.compile(r"^Error: (?P<file>[^:]+): key '(?P<key>[^']+)': expected (?P<what>.+), got (?P<got>.+)$")
 

@@ -151,8 +151,9 @@ def test_unknown_pages_answer_with_a_page_not_a_traceback(client: TestClient) ->
     assert client.get("/static/../../etc/passwd").status_code == 404
 
 
-def test_leaderboard_renders_300_bots_and_100k_games(client: TestClient, arena: Arena) -> None:
-    """Every row is there (its speed is measured by make bench's serve section, not here)."""
+def test_leaderboard_renders_a_row_for_each_of_300_bots(client: TestClient, arena: Arena) -> None:
+    """Every row is there, each bot rated over 20 games (its speed with 100k games is measured
+    by make bench's serve section, not here)."""
     author = arena.store.author_by_token(arena.store.add_author("many"))
     assert author is not None
     labels = []
@@ -163,7 +164,7 @@ def test_leaderboard_renders_300_bots_and_100k_games(client: TestClient, arena: 
         assert version is not None
         arena.store.set_state(version.id, "active")
         labels.append(version.label)
-    for idx in range(100_000):  # rated in memory as the service rates them
+    for idx in range(3_000):  # rated in memory as the service rates them
         a, b = labels[idx % 300], labels[(idx * 7 + 1) % 300]
         if a != b:
             arena._rate(idx, a, b, idx % 2, "normal", f"ladder-{idx:07d}", "2026-01-01T00:00:00")

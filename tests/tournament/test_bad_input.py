@@ -16,7 +16,7 @@ from arena.errors import ConfigError
 from arena.tournament.config import TournamentConfig, load_config
 from arena.tournament.schedule import iter_schedule, schedule_size
 from arena.tournament.storage import ResultStore
-from tests.helpers import arena
+from tests.helpers import arena, arena_here
 from tests.tournament.test_storage import make_bot, record_for
 
 
@@ -157,8 +157,8 @@ def test_counts_too_large_to_schedule_are_refused_before_anything_starts(tmp_pat
     for name in ("ant", "bee", "cat"):
         make_bot(tmp_path / "bots" / name)
     out = tmp_path / "out"
-    proc = arena("run-tournament", "--bots", str(tmp_path / "bots"), "--sandbox", "none", "--out", str(out),
-                 *args)
+    proc = arena_here("run-tournament", "--bots", str(tmp_path / "bots"), "--sandbox", "none",
+                      "--out", str(out), *args)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0] == f"Error: command line: {message}", lines
@@ -175,7 +175,7 @@ def test_a_bot_folder_whose_name_is_not_utf8_is_refused_before_anything_starts(t
     (Path(bad) / "bot.toml").write_text('name = "bad"\ncommand = "python bot.py"\n')
     out = tmp_path / "out"
     for args in (["--bots", str(bots)], ["--bots", bad, "--bots", str(bots / "ant")]):
-        proc = arena("run-tournament", *args, "--sandbox", "none", "--out", str(out))
+        proc = arena_here("run-tournament", *args, "--sandbox", "none", "--out", str(out))
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         [line] = proc.stderr.strip().splitlines()
         assert line.startswith("Error: command line: key 'entrants': expected bot folders (each holding "
@@ -207,7 +207,7 @@ def test_other_commands_bound_their_numbers_too() -> None:
     for argv in (["report", ".", "--bootstrap", "10000000"], ["report", ".", "--seed", "-1"],
                  ["sprt", ".", ".", "--max-games", "100000000"], ["play", ".", ".", "--seed", str(2**70)],
                  ["play", ".", ".", "--time-per-move", "99999999999"]):
-        proc = arena(*argv)
+        proc = arena_here(*argv)
         usage_error = 3 if argv[0] == "sprt" else 2  # sprt's 2 is a verdict ("max-games reached")
         assert proc.returncode == usage_error and "Traceback" not in proc.stderr, argv
         assert "is not in the range" in proc.stderr, (argv, proc.stderr)
@@ -227,7 +227,7 @@ def test_a_config_saved_as_utf16_is_told_to_be_utf8(tmp_path: Path) -> None:
     """Notepad's "Unicode" is UTF-16: the config and bot.toml share the reader that says so."""
     config = tmp_path / "class.toml"
     config.write_text('bots = ["sample_bots"]\ngames = 2\n', encoding="utf-16")
-    proc = arena("run-tournament", str(config))
+    proc = arena_here("run-tournament", str(config))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{config}: saved as UTF-16 (Windows Notepad's \"Unicode\"), not UTF-8: save it as UTF-8" in \
         proc.stderr, proc.stderr

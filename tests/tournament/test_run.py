@@ -264,6 +264,7 @@ def test_a_folder_stored_before_long_ids_were_cut_resumes(tmp_path: Path) -> Non
     assert sorted(db_rows(tmp_path / "out", "SELECT idx FROM games")) == [(0,), (1,)]
 
 
+@pytest.mark.slow  # a real tournament, then its resume
 def test_a_resume_refuses_an_entrant_that_changed_version(tmp_path: Path) -> None:
     """A TA ran `submit --replace` between a run and its resume: the resumed run rated two
     versions of the bot as one, without a word. A change of its description is no new version."""

@@ -186,6 +186,7 @@ def test_a_worker_stopped_once_by_its_bot_is_continued_and_every_game_is_stored(
     assert _processes_under(tmp_path) == []
 
 
+@pytest.mark.slow  # workers stopped every game, a real tournament
 def test_a_bot_that_stops_its_worker_every_game_loses_on_time_and_the_run_ends(tmp_path: Path) -> None:
     started = time.monotonic()
     proc = _stopper_run(tmp_path, "kill_referee", "SIGSTOP",  # stops it at every move from its third
