@@ -70,6 +70,7 @@ def test_no_hello_hints_name_the_cause(tmp_path: Path) -> None:
     assert "lines of its log" in out3 and '"type": "hello"' in out3, out3
 
 
+@pytest.mark.slow
 def test_a_slow_hello_is_warned_about_with_what_to_do(tmp_path: Path) -> None:
     """It passes (the hello came within 20 s), with a warning that said how long it took but
     not what to do."""
@@ -403,6 +404,7 @@ def test_a_slow_first_move_passes(tmp_path: Path) -> None:
     assert re.search(r"slowest other move: \d+ ms \(limit 1000 ms\)", out), out
 
 
+@pytest.mark.slow
 def test_a_log_cut_at_its_cap_is_warned_about(tmp_path: Path) -> None:
     """A stack trace every move filled the 1 MiB log cap and check-bot passed silently."""
     code, out = check_bot(newcomer(tmp_path, "stderr_spam.py"), logs=False)
@@ -473,6 +475,7 @@ def test_a_silent_timeout_says_why(tmp_path: Path, script: str, hint: str) -> No
     assert "stopped after game 1 of 2: the bot timed out" in out and "game 2 (" not in out, out
 
 
+@pytest.mark.slow
 def test_a_reply_a_few_ms_late_is_told_it_came_late_not_blank_lines(tmp_path: Path) -> None:
     """Red team: a reply landing in the pipe while the hint looked into /proc (5 to 30 ms after
     the limit) was told "it wrote only blank lines on stdout"."""
@@ -593,6 +596,7 @@ def test_files_the_sandbox_user_cannot_read_or_write_are_named(tmp_path: Path) -
     assert code == 1 and ("hint: under --sandbox strict the bot's folder is read-only" in out), out
 
 
+@pytest.mark.slow
 def test_loading_after_the_hello_is_told_it_counts_in_the_first_move(tmp_path: Path) -> None:
     """Newcomer trial: "say hello first, then load" made a 6 s load fail check-bot as a first
     move over its limit, without saying why that move was slow."""

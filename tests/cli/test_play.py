@@ -139,6 +139,7 @@ def test_check_bot_fails_a_bot_that_crashes_on_its_last_game_over(tmp_path: Path
     assert "KeyError: 'no such key'" in proc.stderr  # its log tail
 
 
+@pytest.mark.slow
 def test_check_bot_removes_its_temporary_logs_on_pass_and_keeps_them_on_fail(tmp_path: Path) -> None:
     # Every run left a /tmp/arena-check-* folder, even on PASS (a newcomer had 97).
     temp = tmp_path / "tmp"
@@ -242,6 +243,7 @@ def test_submit_refuses_a_name_that_differs_only_in_case_and_sweeps_killed_submi
     assert sorted(p.name for p in entrants.iterdir()) == [".previous", lookalike.name, "greedy"]
 
 
+@pytest.mark.slow
 def test_submit_checks_a_bot_against_the_tournament_s_time_control(tmp_path: Path) -> None:
     """A TA's 300 ms tournament: submit accepted a bot taking 400 ms a move (checked at its 1 s
     default), which then lost 20 of its 24 games on time."""

@@ -129,6 +129,7 @@ def test_a_termination_signal_during_a_finalizer_still_unwinds(tmp_path: Path) -
     assert (done.returncode, done.stdout, done.stderr) == (0, "cleaned up\n", "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_check_says_where_its_logs_are_kept(tmp_path: Path, signum: int) -> None:
     # Its /tmp/arena-check-* folder was kept and named nowhere; Ctrl-C printed click's
@@ -188,6 +189,7 @@ def test_an_interrupted_strict_build_leaves_no_copy_and_a_killed_check_is_swept(
     assert sorted(temp.glob("arena-p*")) == [], "the killed check's folders are swept"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["play", "run-tournament"])
 def test_a_bot_that_stops_reading_does_not_hold_up_the_exit(tmp_path: Path, command: str) -> None:
     """Closing a bot sent it shutdown and waited up to 5 s for it to be read: a bot that had

@@ -239,6 +239,7 @@ def test_on_a_terminal_an_interrupted_run_shows_its_last_game_in_the_progress_li
     assert last.strip().startswith(f"games {kept}/400 |"), (last, kept)
 
 
+@pytest.mark.slow
 def test_a_folder_stored_before_long_ids_were_cut_resumes(tmp_path: Path) -> None:
     """Two 64-character names: ids are now cut to the protocol's 128 characters, but a folder
     stored before holds the uncut ids. Its resume replayed the first game and stopped ('is
