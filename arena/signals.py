@@ -26,7 +26,12 @@ def unwind_on_termination(status: int | None = None) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
 
-    def unwind(signum: int, _frame: Any) -> None:
+    def unwind(signum: int, frame: Any) -> None:
+        if _running(frame, _unwind_again.__code__):
+            # It came while the hook below ran (its thread's start waits): a SystemExit raised
+            # here would be ignored again, and the process would carry on. Once more, later.
+            _send_later(signum)
+            return
         for number in TERMINATION_SIGNALS:
             # The clean-up must not be cut short. A handler that does nothing, not SIG_IGN:
             # a signal already pending when SIG_IGN is set raises OSError ("ignored due to
@@ -55,13 +60,26 @@ def _unwind_again(unraisable: Any) -> None:
         signal.signal(signum, handler)
         # From another thread, a moment later: the main thread handles it in the code that runs
         # next (raise_signal and interrupt_main would run the handler here, in the hook). Should
-        # it land in a finalizer again, it comes back here.
-        try:
-            threading.Timer(0.001, os.kill, (os.getpid(), signum)).start()
-        except RuntimeError:  # the interpreter is shutting down: it exits anyway
-            pass
+        # it land in a finalizer again, it comes back here; in this hook, it is sent again.
+        _send_later(signum)
         return
     (_previous_hook[0] if _previous_hook else sys.__unraisablehook__)(unraisable)
+
+
+def _send_later(signum: int) -> None:
+    try:
+        threading.Timer(0.001, os.kill, (os.getpid(), signum)).start()
+    except RuntimeError:  # the interpreter is shutting down: it exits anyway
+        pass
+
+
+def _running(frame: Any, code: Any) -> bool:
+    """Whether ``code`` is on the stack that ``frame`` (a signal handler's) interrupted."""
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def terminated_by() -> int | None:
