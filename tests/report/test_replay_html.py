@@ -23,7 +23,10 @@ def games(tmp_path_factory: pytest.TempPathFactory) -> Path:
     replayed by the tests of arena play and run-tournament)."""
     root = tmp_path_factory.mktemp("replay")
     out = synthetic_results(root / "results", ["random", "greedy", "crashy"],
-                            detail="the bot exited with status 1 (Traceback ... RuntimeError: boom)")
+                            detail="crashy exited with exit code 1\nlast 3 lines of its log:\n"
+                                   "  Traceback (most recent call last):\n"
+                                   '    File "bot.py", line 9, in <module>\n'
+                                   "  RuntimeError: boom")
     return out / "games.jsonl"
 
 
