@@ -3,6 +3,8 @@ the organizer's token, an author's token."""
 
 from __future__ import annotations
 
+import io
+import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,3 +49,14 @@ def add_author(client: TestClient, name: str) -> str:
     token = str(answer.json()["token"])
     assert token.startswith("pwa_")
     return token
+
+
+def tgz(files: dict[str, bytes]) -> bytes:
+    """A .tar.gz of these regular files (path -> contents), paths taken as given (``../x`` too)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

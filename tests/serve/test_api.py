@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import os
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from arena.serve.service import Arena
 from arena.serve.store import hash_token
-from tests.serve.helpers import ORGANIZER, add_author, api_client, bearer
+from tests.serve.helpers import ORGANIZER, add_author, api_client, bearer, tgz
 
 
 @pytest.fixture
@@ -31,13 +30,7 @@ def archive(name: str, extra: dict[str, bytes] | None = None, *, manifest_name: 
         "bot.py": b"import sys\n",
         **(extra or {}),
     }
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for path, data in files.items():
-            info = tarfile.TarInfo(path)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    return tgz(files)
 
 
 def upload(client: TestClient, token: str | None, name: str, data: bytes):  # type: ignore[no-untyped-def]
@@ -114,12 +107,7 @@ def test_bad_uploads_get_one_line(
     client, _ = api
     alice = add_author(client, "alice")
     if data is None:
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-            info = tarfile.TarInfo("../escape")
-            info.size = 1
-            tar.addfile(info, io.BytesIO(b"x"))
-        data = buffer.getvalue()
+        data = tgz({"../escape": b"x"})
     answer = upload(client, alice, name, data)
     assert answer.status_code == status, answer.text
     detail = answer.json()["detail"]
@@ -189,7 +177,6 @@ def test_the_organizer_pauses_and_quarantines(api: tuple[TestClient, Arena]) -> 
 def test_checks_go_one_at_a_time_taking_authors_in_turn(api: tuple[TestClient, Arena]) -> None:
     """Red team: one author's pile of slow uploads held another author's upload in the queue
     until it timed out. Checks now go to the host one at a time, authors in turn."""
-    import io
     import json
     from types import SimpleNamespace
 

@@ -26,7 +26,7 @@ from arena.serve.archive import ArchiveError, unpack
 from arena.serve.server import prepare_folder
 from arena.serve.service import Arena, Options
 from tests.helpers import needs_strict
-from tests.serve.helpers import ORGANIZER, add_author, api_client, bearer
+from tests.serve.helpers import ORGANIZER, add_author, api_client, bearer, tgz
 from tests.serve.test_serve_e2e import Server, auth, leftovers
 
 MANIFEST = 'name = "{name}"\ncommand = ["python3", "bot.py"]\nprotocol = "stdio"\n'
@@ -52,16 +52,6 @@ def streamed_tgz(first: bytes, payload: int, filler: bytes, rest: bytes) -> byte
         left -= len(piece)
     parts += [packer.compress(b"\0" * (-payload % 512) + rest + b"\0" * 1024), packer.flush()]
     return b"".join(parts)
-
-
-def tgz(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for path, data in files.items():
-            info = tarfile.TarInfo(path)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def bot_zip(name: str, method: int = zipfile.ZIP_DEFLATED) -> bytes:
@@ -180,7 +170,8 @@ from arena.serve.app import BodyLimit, Events, create_app
 from arena.serve.service import Arena, Options
 from arena.serve.server import preload
 from arena.serve.store import hash_token
-from tests.serve.test_redteam_serve import bot_zip, tgz, MANIFEST
+from tests.serve.helpers import tgz
+from tests.serve.test_redteam_serve import bot_zip, MANIFEST
 
 arena = Arena(Options(data=Path(sys.argv[1]), sandbox="none", house_bots=("random",)))
 app = BodyLimit(create_app(arena, Events(), organizer_hash=hash_token("pwa_o")), 20 << 20)

@@ -4,13 +4,11 @@ kill -9 of the server in the middle of the ladder."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -20,6 +18,7 @@ import httpx
 import pytest
 
 from tests.helpers import ARENA_ARGV, MISBEHAVE, arena, needs_strict
+from tests.serve.helpers import tgz
 
 pytestmark = [pytest.mark.slow, needs_strict]
 
@@ -212,19 +211,12 @@ def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) ->
         hostile_done = upload("carol", hostile)
         assert "active" in hostile_done.stdout or "rejected" in hostile_done.stdout, hostile_done.stdout
         # an archive with ../ in a path: refused before anything is written
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-            for path, text in (
-                ("bot.toml", 'name = "sly"\ncommand = ["x"]\nprotocol = "stdio"\n'),
-                ("../../escaped.txt", "x"),
-            ):
-                info = tarfile.TarInfo(path)
-                info.size = len(text)
-                tar.addfile(info, io.BytesIO(text.encode()))
+        sly_archive = tgz({"bot.toml": b'name = "sly"\ncommand = ["x"]\nprotocol = "stdio"\n',
+                           "../../escaped.txt": b"x"})
         sly = httpx.post(
             f"{server.url}/api/bots/sly/versions",
             headers=auth(tokens["carol"]),
-            files={"archive": ("sly.tar.gz", buffer.getvalue())},
+            files={"archive": ("sly.tar.gz", sly_archive)},
             timeout=30,
         )
         assert sly.status_code == 400 and "'..'" in sly.json()["detail"]
