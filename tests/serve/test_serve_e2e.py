@@ -176,7 +176,7 @@ def data(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) -> None:
-    server = Server(data, "--uploads-per-hour", "4")
+    server = Server(data, "--uploads-per-hour", "4", "--failing-streak", "3")
     server.start()
     try:
         token_file = data / "organizer.token"
@@ -281,6 +281,30 @@ def test_an_arena_from_nothing_to_a_kill_and_back(data: Path, tmp_path: Path) ->
         assert info["playing_version"] == 2 and counts[1] > 0 and counts[2] > 0, info
         status = arena("status", "--server", server.url, env={"ARENA_TOKEN": tokens["alice"]})
         assert "alpha: version 2 plays" in status.stdout and "v1  active" in status.stdout
+
+        # a version that passes its check (against random) but dies in every ladder game (its
+        # opponents there are versions, "name.vN") is retired after 3 such games, with the cause
+        flaky = python_bot(bots, "flaky")
+        program = (flaky / "bot.py").read_text()
+        crash = 'if any(".v" in p for p in message["players"]):\n                sys.exit(3)\n            '
+        (flaky / "bot.py").write_text(program.replace("log(f\"game {message['game_id']}: I am seat", crash
+                                                      + "log(f\"game {message['game_id']}: I am seat", 1))
+        assert crash in (flaky / "bot.py").read_text()
+        flaky_done = upload("bob", flaky)
+        assert flaky_done.returncode == 0 and "active" in flaky_done.stdout, flaky_done.stderr
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            version = server.get("/api/bots/flaky").json()["versions"][0]
+            if version["state"] != "active":
+                break
+            time.sleep(1)
+        assert version["state"] == "rejected", version
+        assert version["cause"].startswith(
+            "retired from the ladder: it lost its last 3 games in a row by its own fault (the last: crash"
+        ), version
+        assert version["games"] >= 3
+        status = arena("status", "--server", server.url, env={"ARENA_TOKEN": tokens["bob"]})
+        assert "retired from the ladder" in status.stdout, status.stdout
 
         # live events: a move and a game's end arrive as they happen
         move = first_event(server, "move")
