@@ -66,8 +66,10 @@ class _Server:
         raise SystemExit("arena serve did not answer within 120 s")
 
     def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        from arena.launch.proctree import read_stat
+
+        stat = read_stat(str(self.process.pid))
+        return stat.cpu / os.sysconf("SC_CLK_TCK") if stat is not None else float("nan")
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
