@@ -305,4 +305,4 @@ def _hand_back(folder: Path) -> None:
             os.unlink(name, dir_fd=dir_fd)
 
 
-__all__ = ["LEVELS", "BubblewrapLauncher", "Launcher", "UnconfinedLauncher"]
+__all__ = ["BubblewrapLauncher", "Launcher", "UnconfinedLauncher"]

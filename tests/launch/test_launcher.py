@@ -21,7 +21,8 @@ from arena.errors import BotStartError, ConfigError
 from arena.launch import scratch
 from arena.launch.bubblewrap import UID_BASE, SandboxLimits
 from arena.launch.cgroup import detect
-from arena.launch.launcher import LEVELS, BubblewrapLauncher, Launcher, UnconfinedLauncher
+from arena.launch.launcher import BubblewrapLauncher, Launcher, UnconfinedLauncher
+from arena.launch.levels import LEVELS
 from arena.launch.process import ResourceLimits
 from arena.resources import sample_bots_dir
 from tests.helpers import ARENA_ARGV, needs_strict

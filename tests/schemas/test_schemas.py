@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from arena.engine.components import GAMES
 from arena.errors import ConfigError
-from arena.launch.launcher import LEVELS
+from arena.launch.levels import LEVELS
 from arena.resources import sample_bots_dir
 from arena.schemas import KINDS, MISSING, check, got, load_schema, problems
 from arena.schemas.components import load_components
